@@ -1,0 +1,23 @@
+"""trtsim: launch every rank of a disaggregated TP x PP x ADP deployment, run the real control
+plane with real collectives, and check that every member of a group enters the same collective,
+in the same order, for the same purpose."""
+
+from .comm import (CallRecord, CollectiveDeadlock, CollectiveError, CollectiveMismatch,
+                   CollectiveTimeout, Distributed, Peer, RankFailed)
+from .launch import launch
+from .mapping import Mapping
+from .topology import Deployment, InstanceSpec, topologies, topology
+
+__all__ = ["Mapping", "Deployment", "InstanceSpec", "topologies", "topology", "Distributed",
+           "Peer", "CallRecord", "launch", "CollectiveError", "CollectiveMismatch",
+           "CollectiveDeadlock", "CollectiveTimeout", "RankFailed"]
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # Heavy families load on first use: `trtsim.kernels.mtp_sample_and_accept(...)` works after
+    # a plain `import trtsim`, without paying numba's import on every CLI start.
+    if name in ("kernels", "spec", "strategies"):
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'trtsim' has no attribute {name!r}")

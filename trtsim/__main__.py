@@ -1,0 +1,7 @@
+"""``python -m trtsim`` is the ``trtsim`` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

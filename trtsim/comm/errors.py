@@ -1,0 +1,115 @@
+"""The reports a launch raises. ``str(err)`` is the human report; ``err.to_dict()`` is JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .records import CallRecord
+
+
+def rank_name(record_or_rank: CallRecord | int, names: dict[int, str] | None = None) -> str:
+    """``rank 2`` for a plain launch, ``gen rank 2`` for a rank of a named instance."""
+    if isinstance(record_or_rank, CallRecord):
+        rec = record_or_rank
+        return f"{rec.instance} rank {rec.local_rank}" if rec.instance else f"rank {rec.rank}"
+    if names and record_or_rank in names:
+        return names[record_or_rank]
+    return f"rank {record_or_rank}"
+
+
+class CollectiveError(Exception):
+    """Base of every report: a group, the ranks involved and their calls."""
+
+    kind = "error"
+
+    def __init__(self, summary: str, *, group_kind: str = "", group_ranks: tuple[int, ...] = (),
+                 ranks: tuple[int, ...] = (), calls: dict[int, CallRecord] | None = None,
+                 explanation: str = "", details: tuple[str, ...] = ()):
+        self.summary = summary
+        self.group_kind = group_kind
+        self.group_ranks = tuple(group_ranks)
+        self.ranks = tuple(ranks)
+        self.calls = dict(calls or {})
+        self.explanation = explanation
+        self.details = tuple(details)
+        super().__init__(summary)
+
+    def __reduce__(self):
+        return (_rebuild, (type(self), self.summary, self._state()))
+
+    def _state(self) -> dict[str, Any]:
+        return dict(group_kind=self.group_kind, group_ranks=self.group_ranks, ranks=self.ranks,
+                    calls=self.calls, explanation=self.explanation, details=self.details)
+
+    def __str__(self) -> str:
+        lines = [f"{type(self).__name__}: {self.summary}"]
+        if self.group_ranks:
+            lines.append(f"  group: {self.group_kind or '?'} ranks {list(self.group_ranks)}")
+        for rank in sorted(self.calls):
+            rec = self.calls[rank]
+            lines.append(f"  {rank_name(rec)}: {rec.short():<48} at {rec.callsite}")
+        lines.extend(f"  {d}" for d in self.details)
+        if self.explanation:
+            lines.append(f"  likely: {self.explanation}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": type(self).__name__,
+            "summary": self.summary,
+            "group_kind": self.group_kind,
+            "group_ranks": list(self.group_ranks),
+            "ranks": list(self.ranks),
+            "calls": {str(r): rec.to_dict() for r, rec in sorted(self.calls.items())},
+            "details": list(self.details),
+            "explanation": self.explanation,
+            "report": str(self),
+        }
+
+
+class CollectiveMismatch(CollectiveError):
+    """Members of one group entered different calls at one sequence number."""
+
+    kind = "mismatch"
+
+
+class CollectiveDeadlock(CollectiveError):
+    """Blocked ranks that can never proceed."""
+
+    kind = "deadlock"
+
+
+class CollectiveTimeout(CollectiveError):
+    """The launch's timeout passed with ranks still running or blocked."""
+
+    kind = "timeout"
+
+
+class RankFailed(CollectiveError):
+    """A rank raised, died or returned what cannot travel; carries its rank and traceback."""
+
+    kind = "failed"
+
+    def __init__(self, summary: str, *, rank: int = -1, traceback: str = "",
+                 signal: int | None = None, **kw):
+        self.rank = rank
+        self.traceback = traceback
+        self.signal = signal
+        kw.setdefault("ranks", (rank,) if rank >= 0 else ())
+        super().__init__(summary, **kw)
+
+    def _state(self) -> dict[str, Any]:
+        return dict(super()._state(), rank=self.rank, traceback=self.traceback, signal=self.signal)
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self.traceback:
+            text += "\n" + "\n".join("  | " + line for line in self.traceback.rstrip().splitlines())
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(super().to_dict(), rank=self.rank, traceback=self.traceback, signal=self.signal)
+
+
+def _rebuild(cls, summary, state):
+    return cls(summary, **state)

@@ -1,0 +1,326 @@
+"""The inproc backend: every rank of a launch in this process, one greenlet per rank.
+
+Ranks switch cooperatively at every communication call: the rank posts its call and switches
+to the hub, which picks the next rank to run among the runnable ones with a seeded RNG. The
+interleaving is therefore a pure function of the seed, and so is everything a run reports.
+A collective completes when every member has posted the same group sequence; the guard
+compares records as they arrive, so the first divergent call is reported at once. When no rank
+can run and some have not finished, the deadlock is exact: the wait-for analysis explains it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import greenlet
+
+from .distributed import Distributed, RankPlace
+from .errors import CollectiveError, CollectiveMismatch, CollectiveTimeout, RankFailed
+from .guard import can_pair, differences, mismatch_error
+from .lockstep import LockstepTracker
+from .records import CallRecord
+from .semantics import execute, freeze, thaw
+from .watchdog import DeadlineExpired, Watchdog
+from .waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState, deadlock_error, find_deadlock
+
+
+@dataclass
+class LaunchOutcome:
+    """What a backend brings back from running every rank."""
+
+    results: list[Any]
+    error: CollectiveError | None = None
+    census: list[dict] = field(default_factory=list)      # per rank: {(iter, kind, label): n}
+    divergences: list = field(default_factory=list)        # lockstep.Divergence notes
+    notes: list[str] = field(default_factory=list)         # what the backend chose and why
+    extras: list[Any] = field(default_factory=list)        # per rank: backend-specific facts
+
+
+class _Message:
+    __slots__ = ("rec", "blob", "taken", "sender_waiting")
+
+    def __init__(self, rec: CallRecord, blob: Any):
+        self.rec, self.blob, self.taken, self.sender_waiting = rec, blob, False, False
+
+
+class SendHandle:
+    """The handle of a non-blocking send; ``wait()`` blocks until the receiver took it."""
+
+    def __init__(self, transport: "_InprocTransport", msg: _Message):
+        self._transport, self._msg = transport, msg
+
+    def is_completed(self) -> bool:
+        return self._msg.taken
+
+    def wait(self) -> None:
+        if not self._msg.taken:
+            self._transport.wait_send(self._msg)
+
+
+class _Unwind(BaseException):
+    """Thrown into ranks that must stop because the launch is over."""
+
+
+class InprocWorld:
+    """Shared state of all ranks of one inproc launch, and the hub that schedules them."""
+
+    def __init__(self, places: list[RankPlace], guard: str, seed: int, timeout: float,
+                 lockstep_groups: dict):
+        self.places = places
+        self.guard = guard
+        self.rng = random.Random(seed)
+        self.deadline = time.monotonic() + timeout
+        self.timeout = timeout
+        n = len(places)
+        self.status = [RUNNING] * n
+        self.blocked_call: list[CallRecord | None] = [None] * n
+        self.posted: list[dict] = [{} for _ in range(n)]
+        self.iterations = {r: 0 for r in range(n)}
+        self.finished: set[int] = set()
+        self.pending: dict[tuple, dict[int, tuple[CallRecord, Any]]] = {}
+        self.mailbox: dict[tuple, deque] = {}
+        self.receivers: dict[tuple, tuple[int, CallRecord, Any]] = {}
+        self.runnable: list[int] = []
+        self.resume: dict[int, Any] = {}
+        self.error: CollectiveError | None = None
+        self.tracker = LockstepTracker(lockstep_groups) if guard != "off" else None
+        self.steps = 0
+        self.aborted = False
+
+    # -- scheduling ----------------------------------------------------------------------
+    def run(self, program: Callable, args: tuple) -> LaunchOutcome:
+        hub = greenlet.getcurrent()
+        self.hub = hub
+        transports = [_InprocTransport(self, r) for r in range(len(self.places))]
+        dists = [Distributed(p, t) for p, t in zip(self.places, transports)]
+        results: list[Any] = [None] * len(dists)
+
+        def rank_main(r: int):
+            try:
+                results[r] = program(dists[r], *args)
+            except _Unwind:
+                raise
+            except DeadlineExpired:
+                self.status[r] = FAILED
+                self.error = self.error or self._timeout_error()
+                return
+            except BaseException as exc:  # a rank's failure is a report, not a crash
+                self._fail(r, exc)
+                return
+            self.status[r] = DONE
+            self.finished.add(r)
+            self._progress(r, None)
+
+        glets = [greenlet.greenlet(lambda *_, r=r: rank_main(r), parent=hub) for r in range(len(dists))]
+        self.runnable = list(range(len(dists)))
+        with Watchdog(self.timeout):
+            try:
+                self._schedule(glets)
+            except DeadlineExpired:
+                self.error = self.error or self._timeout_error()
+            finally:
+                self.aborted = True
+                for g in glets:
+                    if g and not g.dead:   # started and suspended: unwind its finally blocks
+                        try:
+                            g.throw(_Unwind)
+                        except _Unwind:
+                            pass
+        return LaunchOutcome(results, self.error, [dict(d.census) for d in dists],
+                             list(self.tracker.divergences) if self.tracker else [])
+
+    def _schedule(self, glets: list) -> None:
+        """Run ranks one switch at a time until all finish or a report stops the launch."""
+        while self.runnable and self.error is None:
+            r = self.runnable.pop(self.rng.randrange(len(self.runnable)))
+            self.steps += 1
+            glets[r].switch(self.resume.pop(r, None))
+            if self.steps & 63 == 0 and time.monotonic() > self.deadline:
+                self.error = self._timeout_error()
+        if self.error is None and len(self.finished) < len(glets):
+            states = self.snapshot()
+            stuck = find_deadlock(states)
+            if not stuck:
+                raise RuntimeError("inproc scheduler: no rank can run, yet none is stuck")
+            self.error = deadlock_error(states, stuck)
+
+    def _fail(self, r: int, exc: BaseException) -> None:
+        self.status[r] = FAILED
+        self.finished.add(r)
+        if self.error is None:
+            # The first frame is rank_main; the report starts at the rank program.
+            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))
+            name = self.places[r]
+            who = f"{name.instance} rank {name.mapping.rank}" if name.instance else f"rank {r}"
+            self.error = RankFailed(f"{who} raised {type(exc).__name__}: {exc}", rank=r,
+                                    traceback=tb)
+
+    def _timeout_error(self) -> CollectiveTimeout:
+        states = self.snapshot()
+        details = []
+        for r, s in states.items():
+            where = f" in {s.call.short()} at {s.call.callsite}" if s.call else ""
+            details.append(f"rank {r}: {s.status}{where}")
+        return CollectiveTimeout(f"launch timed out after {self.timeout:g} s",
+                                 ranks=tuple(r for r, s in states.items() if not s.is_finished),
+                                 details=tuple(details))
+
+    def snapshot(self) -> dict[int, RankState]:
+        pending_sends: dict[int, list] = {}
+        for (src, dst, tag), queue in self.mailbox.items():
+            for msg in queue:
+                pending_sends.setdefault(src, []).append((dst, tag))
+        return {r: RankState(r, self.status[r], self.blocked_call[r], self.posted[r],
+                             tuple(pending_sends.get(r, ())), self.iterations[r])
+                for r in range(len(self.places))}
+
+    def block(self, r: int, rec: CallRecord) -> Any:
+        """Park rank ``r`` in ``rec`` until the call completes; returns the call's result."""
+        self.status[r] = BLOCKED
+        self.blocked_call[r] = rec
+        return self.yield_to_hub()
+
+    def yield_to_hub(self) -> Any:
+        return self.hub.switch()
+
+    def wake(self, r: int, value: Any) -> None:
+        self.status[r] = RUNNING
+        self.blocked_call[r] = None
+        self.resume[r] = value
+        self.runnable.append(r)
+
+    def _progress(self, r: int, iteration: int | None) -> None:
+        if self.tracker is not None:
+            self.tracker.on_progress(r, iteration)
+            self._lockstep_verdict()
+
+    def _lockstep_verdict(self) -> None:
+        if self.guard == "lockstep" and self.error is None and self.tracker.divergences:
+            self.error = self.tracker.first_mismatch()
+
+    # -- collectives ---------------------------------------------------------------------
+    def post_collective(self, r: int, rec: CallRecord, payload: Any) -> Any:
+        key = (rec.group_key, rec.seq)
+        posts = self.pending.setdefault(key, {})
+        if posts:
+            first_rec = next(iter(posts.values()))[0]
+            diff = differences(first_rec, rec)
+            if diff and (self.guard != "off" or not can_pair(first_rec, rec)):
+                records = {x: p[0] for x, p in posts.items()}
+                records[r] = rec
+                self.error = mismatch_error(first_rec, rec, diff, records)
+                if self.guard == "off":
+                    self.error.summary += " (guard off: no communicator can pair these calls)"
+        posts[r] = (rec, payload)
+        self.posted[r][rec.group_key] = rec.seq
+        if self.tracker is not None:
+            self.tracker.on_call(rec)
+            self._lockstep_verdict()
+        if self.error is not None:
+            return self.block(r, rec)     # the hub stops; this rank is unwound
+        if len(posts) == len(rec.group_ranks):
+            del self.pending[key]
+            members = rec.group_ranks
+            results = execute(rec.op, [posts[m][1] for m in members], rec.root, rec.reduce_op)
+            for m, value in zip(members, results):
+                if m != r:
+                    self.wake(m, value)
+            self.wake(r, results[members.index(r)])
+            return self.yield_to_hub()
+        return self.block(r, rec)
+
+    # -- point to point ------------------------------------------------------------------
+    def post_send(self, r: int, rec: CallRecord, payload: Any, blocking: bool,
+                  transport: "_InprocTransport"):
+        channel = (r, rec.peer, rec.tag)
+        msg = _Message(rec, freeze(payload))
+        waiting = self.receivers.pop(channel, None)
+        if waiting is not None:
+            self._deliver(msg, *waiting)
+        else:
+            self.mailbox.setdefault(channel, deque()).append(msg)
+        if self.error is not None:
+            return self.block(r, rec)
+        if not blocking:
+            self.wake(r, SendHandle(transport, msg))
+            return self.yield_to_hub()
+        if msg.taken:
+            self.wake(r, None)
+            return self.yield_to_hub()
+        msg.sender_waiting = True
+        return self.block(r, rec)
+
+    def wait_send(self, r: int, msg: _Message) -> None:
+        msg.sender_waiting = True
+        self.block(r, msg.rec)
+
+    def post_recv(self, r: int, rec: CallRecord, buffer: Any) -> Any:
+        channel = (rec.peer, r, rec.tag)
+        queue = self.mailbox.get(channel)
+        if queue:
+            msg = queue.popleft()
+            if not queue:
+                del self.mailbox[channel]
+            self._deliver(msg, r, rec, buffer)
+            return self.yield_to_hub() if self.error is None else self.block(r, rec)
+        self.receivers[channel] = (r, rec, buffer)
+        return self.block(r, rec)
+
+    def _deliver(self, msg: _Message, r: int, rec: CallRecord, buffer: Any) -> None:
+        """Hand ``msg`` to receiver ``r`` (blocked or arriving) and release its sender."""
+        msg.taken = True
+        if msg.rec.signature != rec.signature:
+            self.error = CollectiveMismatch(
+                f"p2p {msg.rec.op} -> {rec.op}: the payloads differ ({msg.rec.signature} sent, "
+                f"{rec.signature} expected)", group_kind="p2p", group_ranks=rec.group_ranks,
+                ranks=(msg.rec.rank, r), calls={msg.rec.rank: msg.rec, r: rec},
+                explanation="the receive buffer does not fit the sent tensor")
+            return
+        value = thaw(msg.blob)
+        if buffer is not None and rec.op == "recv_tensor":
+            buffer.copy_(value)
+            value = buffer
+        self.wake(r, value)
+        if msg.sender_waiting:
+            self.wake(msg.rec.rank, None)
+
+    def set_iteration(self, r: int, iteration: int) -> None:
+        if self.iterations[r] != iteration:
+            self.iterations[r] = iteration
+            self._progress(r, iteration)
+
+
+class _InprocTransport:
+    """One rank's view of the world (the Transport of its Distributed)."""
+
+    def __init__(self, world: InprocWorld, rank: int):
+        self.world, self.rank = world, rank
+
+    def _check(self) -> None:
+        if self.world.aborted:
+            raise _Unwind()
+
+    def collective(self, rec: CallRecord, payload: Any) -> Any:
+        self._check()
+        return self.world.post_collective(self.rank, rec, payload)
+
+    def send(self, rec: CallRecord, payload: Any, blocking: bool):
+        self._check()
+        return self.world.post_send(self.rank, rec, payload, blocking, self)
+
+    def wait_send(self, msg: _Message) -> None:
+        self._check()
+        self.world.wait_send(self.rank, msg)
+
+    def recv(self, rec: CallRecord, buffer: Any) -> Any:
+        self._check()
+        return self.world.post_recv(self.rank, rec, buffer)
+
+    def set_iteration(self, iteration: int) -> None:
+        self._check()
+        self.world.set_iteration(self.rank, iteration)

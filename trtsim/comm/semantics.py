@@ -1,0 +1,86 @@
+"""What a collective computes, given every member's payload in group order (pure functions).
+
+The inproc backend executes collectives with these; the process backend lets
+torch.distributed compute them, and tests check that both agree. Receivers get their own
+copies, as they would after a real transfer: a host object is pickled once and unpickled per
+receiver (the object-collective path of torch.distributed); a tensor is cloned.
+"""
+
+from __future__ import annotations
+
+import operator
+import pickle
+from functools import reduce
+from typing import Any, Callable
+
+import torch
+
+REDUCE_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "sum": operator.add, "prod": operator.mul, "max": max, "min": min,
+}
+_TENSOR_REDUCE = {"sum": torch.add, "prod": torch.mul, "max": torch.maximum, "min": torch.minimum}
+_IMMUTABLE = (int, float, bool, str, bytes, type(None), complex)
+
+
+def freeze(obj: Any) -> Any:
+    """What travels: a tensor's copy, an immutable scalar as is, else its pickle."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().clone()
+    if isinstance(obj, _IMMUTABLE):
+        return obj
+    return _Pickled(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def thaw(blob: Any) -> Any:
+    """One receiver's own copy of a frozen payload."""
+    if isinstance(blob, _Pickled):
+        return pickle.loads(blob.data)
+    if isinstance(blob, torch.Tensor):
+        return blob.clone()
+    return blob
+
+
+class _Pickled:
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+
+def allgather(payloads: list[Any]) -> list[list[Any]]:
+    frozen = [freeze(p) for p in payloads]
+    return [[thaw(b) for b in frozen] for _ in payloads]
+
+
+def broadcast(payloads: list[Any], root: int) -> list[Any]:
+    frozen = freeze(payloads[root])
+    return [thaw(frozen) for _ in payloads]
+
+
+def gather(payloads: list[Any], root: int) -> list[Any]:
+    frozen = [freeze(p) for p in payloads]
+    return [[thaw(b) for b in frozen] if i == root else None for i in range(len(payloads))]
+
+
+def allreduce(payloads: list[Any], op: str) -> list[Any]:
+    """Reduce numbers or tensors elementwise; every member gets the result."""
+    if isinstance(payloads[0], torch.Tensor):
+        result = reduce(_TENSOR_REDUCE[op], [p.detach() for p in payloads])
+        return [result.clone() for _ in payloads]
+    result = reduce(REDUCE_OPS[op], payloads)
+    return [result for _ in payloads]
+
+
+def execute(op: str, payloads: list[Any], root: int | None, reduce_op: str | None) -> list[Any]:
+    """The per-member results of one collective (members in group order)."""
+    if op == "allgather":
+        return allgather(payloads)
+    if op == "broadcast":
+        return broadcast(payloads, root or 0)
+    if op == "gather":
+        return gather(payloads, root or 0)
+    if op == "allreduce":
+        return allreduce(payloads, reduce_op or "sum")
+    if op == "barrier":
+        return [None for _ in payloads]
+    raise ValueError(f"unknown collective op {op!r}")

@@ -1,0 +1,96 @@
+"""launch(): run one rank program on every rank of a layout, collect results, raise reports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .comm.distributed import RankPlace
+from .comm.inproc import InprocWorld, LaunchOutcome
+from .topology import InstanceSpec
+
+BACKENDS = ("inproc", "gloo", "nccl")
+GUARDS = ("strict", "lockstep", "off")
+GROUP_KINDS = ("tp", "pp", "cp", "tp_cp", "world")
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """How to run the ranks: backend, guard mode, seed of the schedule, timeout in seconds."""
+
+    backend: str = "inproc"
+    guard: str = "strict"
+    seed: int = 0
+    timeout: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend={self.backend!r}; expected one of {', '.join(BACKENDS)}")
+        if self.guard not in GUARDS:
+            raise ValueError(f"guard={self.guard!r}; expected one of {', '.join(GUARDS)}")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise ValueError(f"seed={self.seed!r} must be an integer")
+        if not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
+            raise ValueError(f"timeout={self.timeout!r} must be a positive number of seconds")
+
+
+@dataclass(frozen=True)
+class InstanceLayout:
+    """One instance of a launch: its name (empty for a plain launch), role and spec."""
+
+    name: str
+    role: str
+    spec: InstanceSpec
+
+
+def rank_places(instances: list[InstanceLayout]) -> list[RankPlace]:
+    """Every rank of the launch, numbered globally in instance order."""
+    offsets, start = [], 0
+    for inst in instances:
+        offsets.append((inst.name, start, inst.spec.world_size))
+        start += inst.spec.world_size
+    places = []
+    for inst, (_, offset, size) in zip(instances, offsets):
+        for r in range(size):
+            places.append(RankPlace(inst.spec.mapping(r), inst.name, offset, tuple(offsets),
+                                    inst.role))
+    return places
+
+
+def group_table(places: list[RankPlace]) -> dict[tuple[str, str], list[tuple[int, ...]]]:
+    """Every group of every kind, per instance: (instance, kind) -> sorted global-rank tuples."""
+    table: dict[tuple[str, str], set] = {}
+    for p in places:
+        m = p.mapping
+        for kind, ranks in (("tp", m.tp_group), ("pp", m.pp_group), ("cp", m.cp_group),
+                            ("tp_cp", m.tp_cp_group), ("world", m.world_group)):
+            table.setdefault((p.instance, kind), set()).add(p.to_global(ranks))
+    return {k: sorted(v) for k, v in table.items()}
+
+
+def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
+              config: LaunchConfig) -> LaunchOutcome:
+    """Run ``program(dist, *args)`` on every rank; the outcome carries results or the report."""
+    places = rank_places(instances)
+    if config.backend == "inproc":
+        world = InprocWorld(places, config.guard, config.seed, config.timeout, group_table(places))
+        return world.run(program, tuple(args))
+    from .comm.torchdist import run_processes
+    return run_processes(places, program, tuple(args), config, group_table(places))
+
+
+def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: bool = False,
+           backend: str = "inproc", args: tuple = (), timeout: float = 60.0,
+           guard: str = "strict", seed: int = 0) -> list[Any]:
+    """Run ``prog(dist, *args)`` on every rank of a tp x pp x cp instance.
+
+    Returns ``results`` with ``results[r]`` rank r's return value, or raises the report:
+    CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout.
+    """
+    config = LaunchConfig(backend, guard, seed, timeout)
+    spec = InstanceSpec(tp_size=tp, pp_size=pp, cp_size=cp, enable_attention_dp=attention_dp,
+                        num_layers=max(pp, 1))
+    outcome = run_ranks([InstanceLayout("", "", spec)], prog, args, config)
+    if outcome.error is not None:
+        raise outcome.error
+    return outcome.results

@@ -1,0 +1,128 @@
+"""TensorRT-LLM's rank layout for one instance (tp x pp x cp, optional attention DP).
+
+Invariants (DESIGN 3.1), for ``world = tp * pp * cp``:
+    cp_rank = rank % cp
+    tp_rank = (rank % (tp * cp)) // cp
+    pp_rank = rank // (tp * cp)
+The TP group of a rank holds the ranks with its pp_rank and cp_rank; the PP group holds
+``i, i + tp*cp, ...`` with ``i = rank % (tp*cp)``. With attention DP, ``dp_size = tp`` and
+``dp_rank = tp_rank``; without it, ``dp_size = 1`` and ``dp_rank = 0``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def _check_positive(**sizes: int) -> None:
+    for name, value in sizes.items():
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name}={value!r} must be an integer >= 1")
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """The position of one rank in an instance laid out as tp x pp x cp."""
+
+    world_size: int
+    rank: int
+    tp_size: int = 1
+    pp_size: int = 1
+    cp_size: int = 1
+    enable_attention_dp: bool = False
+
+    def __post_init__(self) -> None:
+        _check_positive(tp_size=self.tp_size, pp_size=self.pp_size, cp_size=self.cp_size,
+                        world_size=self.world_size)
+        product = self.tp_size * self.pp_size * self.cp_size
+        if product != self.world_size:
+            raise ValueError(
+                f"tp*pp*cp={product} (tp={self.tp_size}, pp={self.pp_size}, cp={self.cp_size}) "
+                f"but world_size={self.world_size}")
+        if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank={self.rank!r} out of range for world_size={self.world_size}")
+
+    # -- coordinates ---------------------------------------------------------------------
+    @property
+    def cp_rank(self) -> int:
+        return self.rank % self.cp_size
+
+    @property
+    def tp_rank(self) -> int:
+        return (self.rank % (self.tp_size * self.cp_size)) // self.cp_size
+
+    @property
+    def pp_rank(self) -> int:
+        return self.rank // (self.tp_size * self.cp_size)
+
+    @property
+    def dp_size(self) -> int:
+        return self.tp_size if self.enable_attention_dp else 1
+
+    @property
+    def dp_rank(self) -> int:
+        return self.tp_rank if self.enable_attention_dp else 0
+
+    # -- groups (global ranks of the instance, ascending) --------------------------------
+    @property
+    def tp_group(self) -> list[int]:
+        base = self.pp_rank * self.tp_size * self.cp_size + self.cp_rank
+        return [base + i * self.cp_size for i in range(self.tp_size)]
+
+    @property
+    def pp_group(self) -> list[int]:
+        stride = self.tp_size * self.cp_size
+        return [self.rank % stride + i * stride for i in range(self.pp_size)]
+
+    @property
+    def cp_group(self) -> list[int]:
+        base = self.rank - self.cp_rank
+        return [base + i for i in range(self.cp_size)]
+
+    @property
+    def tp_cp_group(self) -> list[int]:
+        """All ranks of this rank's PP stage (TP x CP), as TRT-LLM's tp_cp_allgather uses."""
+        stride = self.tp_size * self.cp_size
+        return list(range(self.pp_rank * stride, (self.pp_rank + 1) * stride))
+
+    @property
+    def world_group(self) -> list[int]:
+        return list(range(self.world_size))
+
+    # -- pipeline ------------------------------------------------------------------------
+    @property
+    def next_pp_rank(self) -> int:
+        return (self.rank + self.tp_size * self.cp_size) % self.world_size
+
+    @property
+    def prev_pp_rank(self) -> int:
+        return (self.rank - self.tp_size * self.cp_size) % self.world_size
+
+    @property
+    def is_first_pp_rank(self) -> bool:
+        return self.pp_rank == 0
+
+    @property
+    def is_last_pp_rank(self) -> bool:
+        return self.pp_rank == self.pp_size - 1
+
+    def pp_layers(self, num_layers: int) -> list[int]:
+        """This stage's layer indices; the first ``num_layers % pp`` stages get one extra
+        layer, as ``torch.tensor_split`` splits them."""
+        return pp_layer_split(num_layers, self.pp_size)[self.pp_rank]
+
+    def with_rank(self, rank: int) -> "Mapping":
+        """The same layout seen from another rank."""
+        return Mapping(self.world_size, rank, self.tp_size, self.pp_size, self.cp_size,
+                       self.enable_attention_dp)
+
+
+def pp_layer_split(num_layers: int, pp_size: int) -> list[list[int]]:
+    """Layer indices of every PP stage, split like ``torch.tensor_split``."""
+    base, extra = divmod(num_layers, pp_size)
+    out, start = [], 0
+    for stage in range(pp_size):
+        count = base + (1 if stage < extra else 0)
+        out.append(list(range(start, start + count)))
+        start += count
+    return out
