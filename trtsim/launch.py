@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .comm.distributed import RankPlace
+from .comm.distributed import RankPlace, group_table
 from .comm.inproc import InprocWorld, LaunchOutcome
 from .topology import InstanceSpec
 
 BACKENDS = ("inproc", "gloo", "nccl")
 GUARDS = ("strict", "lockstep", "off")
-GROUP_KINDS = ("tp", "pp", "cp", "tp_cp", "world")
 
 
 @dataclass(frozen=True)
@@ -57,17 +56,6 @@ def rank_places(instances: list[InstanceLayout]) -> list[RankPlace]:
     return places
 
 
-def group_table(places: list[RankPlace]) -> dict[tuple[str, str], list[tuple[int, ...]]]:
-    """Every group of every kind, per instance: (instance, kind) -> sorted global-rank tuples."""
-    table: dict[tuple[str, str], set] = {}
-    for p in places:
-        m = p.mapping
-        for kind, ranks in (("tp", m.tp_group), ("pp", m.pp_group), ("cp", m.cp_group),
-                            ("tp_cp", m.tp_cp_group), ("world", m.world_group)):
-            table.setdefault((p.instance, kind), set()).add(p.to_global(ranks))
-    return {k: sorted(v) for k, v in table.items()}
-
-
 def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
               config: LaunchConfig) -> LaunchOutcome:
     """Run ``program(dist, *args)`` on every rank; the outcome carries results or the report."""
@@ -75,7 +63,7 @@ def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
     if config.backend == "inproc":
         world = InprocWorld(places, config.guard, config.seed, config.timeout, group_table(places))
         return world.run(program, tuple(args))
-    from .comm.torchdist import run_processes
+    from .comm.processes import run_processes
     return run_processes(places, program, tuple(args), config, group_table(places))
 
 

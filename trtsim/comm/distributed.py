@@ -102,6 +102,12 @@ class Distributed:
     role = property(lambda self: self.place.role)
 
     @property
+    def device(self):
+        """The torch device this rank computes on (its GPU on the process backend with CUDA)."""
+        import torch
+        return getattr(self._transport, "device", None) or torch.device("cpu")
+
+    @property
     def iteration(self) -> int:
         return self._iteration
 
@@ -227,3 +233,14 @@ class Distributed:
 
 def _is_tensor(x) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "device")
+
+
+def group_table(places: list[RankPlace]) -> dict[tuple[str, str], list[tuple[int, ...]]]:
+    """Every group of every kind, per instance: (instance, kind) -> sorted global-rank tuples."""
+    table: dict[tuple[str, str], set] = {}
+    for p in places:
+        m = p.mapping
+        for kind, ranks in (("tp", m.tp_group), ("pp", m.pp_group), ("cp", m.cp_group),
+                            ("tp_cp", m.tp_cp_group), ("world", m.world_group)):
+            table.setdefault((p.instance, kind), set()).add(p.to_global(ranks))
+    return {k: sorted(v) for k, v in table.items()}

@@ -21,7 +21,7 @@ import greenlet
 
 from .distributed import Distributed, RankPlace
 from .errors import CollectiveError, CollectiveMismatch, CollectiveTimeout, RankFailed
-from .guard import can_pair, differences, mismatch_error
+from .guard import can_pair, check_group_call, differences
 from .lockstep import LockstepTracker
 from .records import CallRecord
 from .semantics import execute, freeze, thaw
@@ -213,7 +213,7 @@ class InprocWorld:
             if diff and (self.guard != "off" or not can_pair(first_rec, rec)):
                 records = {x: p[0] for x, p in posts.items()}
                 records[r] = rec
-                self.error = mismatch_error(first_rec, rec, diff, records)
+                self.error = check_group_call(records)   # lowest rank as the reference
                 if self.guard == "off":
                     self.error.summary += " (guard off: no communicator can pair these calls)"
         posts[r] = (rec, payload)

@@ -148,3 +148,28 @@ def divergence_error(div: Divergence, recs: list[CallRecord]) -> CollectiveMisma
     return CollectiveMismatch(summary, group_kind=div.group_kind, group_ranks=ranks,
                               ranks=div.other_ranks, calls={r.rank: r for r in recs},
                               explanation=explanation)
+
+
+def replay_lockstep(places, logs: list[list[tuple]]):
+    """Feed per-rank call logs of a finished launch to a tracker, iteration by iteration.
+
+    ``logs[r]`` holds rank r's calls as (kind, group ranks, seq, op, label, iteration), in
+    order. Returns (divergences, the first as a lockstep mismatch or None).
+    """
+    from .distributed import group_table
+
+    tracker = LockstepTracker(group_table(places))
+    by_iteration: dict[int, list[tuple[int, tuple]]] = {}
+    for rank, log in enumerate(logs):
+        for entry in log:
+            by_iteration.setdefault(entry[5], []).append((rank, entry))
+    iterations = sorted(by_iteration)
+    for i, it in enumerate(iterations):
+        for rank, (kind, ranks, seq, op, label, iteration) in by_iteration[it]:
+            place = places[rank]
+            tracker.on_call(CallRecord(op, seq, label, iteration, "", "", rank,
+                                       place.mapping.rank, place.instance, kind, tuple(ranks)))
+        nxt = iterations[i + 1] if i + 1 < len(iterations) else None
+        for rank in range(len(places)):
+            tracker.on_progress(rank, nxt)
+    return tracker.divergences, tracker.first_mismatch()

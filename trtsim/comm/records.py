@@ -81,8 +81,12 @@ def signature_of(payload: Any) -> str:
     dtype = getattr(payload, "dtype", None)
     if shape is not None and dtype is not None and hasattr(payload, "device"):
         return f"tensor[{str(dtype).replace('torch.', '')}, {tuple(shape)}]"
-    if isinstance(payload, (int, float)) and not isinstance(payload, bool):
-        return "number"
+    if isinstance(payload, bool):
+        return "object"
+    if isinstance(payload, int):
+        return "int"
+    if isinstance(payload, float):
+        return "float"
     return "object"
 
 

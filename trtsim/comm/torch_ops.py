@@ -1,0 +1,143 @@
+"""The real collectives of the process backend, on torch.distributed groups.
+
+Host objects travel as pickles over the group's gloo communicator (what torch's
+``*_object`` collectives do; TRT-LLM runs the same calls over MPI). Tensors travel over the
+group's tensor communicator: NCCL when every rank has its own GPU, else gloo, with CUDA
+tensors staged through host memory. Roots are indices within the group; torch wants global
+ranks, so they are translated here. p2p objects use two tags per user tag (size, then bytes).
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as tdist
+
+_REDUCE = {"sum": tdist.ReduceOp.SUM, "prod": tdist.ReduceOp.PRODUCT,
+           "max": tdist.ReduceOp.MAX, "min": tdist.ReduceOp.MIN}
+
+
+@dataclass(frozen=True)
+class TorchGroup:
+    """One group's communicators: ``obj`` for host objects (gloo), ``tensor`` for tensors."""
+
+    ranks: tuple[int, ...]
+    obj: Any
+    tensor: Any
+    stage_cuda: bool        # tensor communicator cannot take CUDA tensors: stage via host
+
+
+def _staged(t: torch.Tensor, group: TorchGroup) -> torch.Tensor:
+    return t.detach().cpu().clone() if (group.stage_cuda and t.is_cuda) else t.detach().clone()
+
+
+def _restore(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return t.to(like.device) if t.device != like.device else t
+
+
+def _obj_bytes(obj: Any) -> torch.Tensor:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
+
+
+def _obj_from(t: torch.Tensor, n: int) -> Any:
+    return pickle.loads(t[:n].numpy().tobytes())
+
+
+def collective(op: str, payload: Any, group: TorchGroup, root: int | None,
+               reduce_op: str | None) -> Any:
+    """Execute one collective; the result follows the inproc semantics exactly."""
+    is_tensor = isinstance(payload, torch.Tensor)
+    if op == "allgather":
+        if is_tensor:
+            t = _staged(payload, group)
+            out = [torch.empty_like(t) for _ in group.ranks]
+            tdist.all_gather(out, t, group=group.tensor)
+            return [_restore(o, payload) for o in out]
+        out = [None] * len(group.ranks)
+        tdist.all_gather_object(out, payload, group=group.obj)
+        return out
+    if op == "broadcast":
+        src = group.ranks[root or 0]
+        if is_tensor:
+            t = _staged(payload, group)
+            tdist.broadcast(t, src=src, group=group.tensor)
+            return _restore(t, payload)
+        box = [payload]
+        tdist.broadcast_object_list(box, src=src, group=group.obj)
+        return box[0]
+    if op == "gather":
+        dst = group.ranks[root or 0]
+        me = tdist.get_rank()
+        if is_tensor:
+            t = _staged(payload, group)
+            out = [torch.empty_like(t) for _ in group.ranks] if me == dst else None
+            tdist.gather(t, out, dst=dst, group=group.tensor)
+            return [_restore(o, payload) for o in out] if out is not None else None
+        out = [None] * len(group.ranks) if me == dst else None
+        tdist.gather_object(payload, out, dst=dst, group=group.obj)
+        return out
+    if op == "allreduce":
+        if is_tensor:
+            t = _staged(payload, group)
+            tdist.all_reduce(t, op=_REDUCE[reduce_op or "sum"], group=group.tensor)
+            return _restore(t, payload)
+        dtype = torch.int64 if isinstance(payload, int) else torch.float64
+        t = torch.tensor([payload], dtype=dtype)
+        tdist.all_reduce(t, op=_REDUCE[reduce_op or "sum"], group=group.obj)
+        return t.item()
+    if op == "barrier":
+        tdist.all_reduce(torch.zeros(1, dtype=torch.int64), group=group.obj)
+        return None
+    raise ValueError(f"unknown collective op {op!r}")
+
+
+class _Works:
+    """Several in-flight sends that complete together."""
+
+    def __init__(self, works: list, keep: list):
+        self._works, self._keep = works, keep     # keep: tensors alive until completion
+
+    def is_completed(self) -> bool:
+        return all(w.is_completed() for w in self._works)
+
+    def wait(self) -> None:
+        for w in self._works:
+            w.wait()
+
+
+def send(payload: Any, dst: int, tag: int, as_tensor: bool, blocking: bool,
+         stage_cuda: bool) -> _Works | None:
+    """Send an object (size then bytes on tags 2t and 2t+1) or a tensor (on tag 2t+1)."""
+    if as_tensor:
+        tensors = [payload.detach().cpu() if (stage_cuda and payload.is_cuda) else payload]
+        tags = [2 * tag + 1]
+    else:
+        data = _obj_bytes(payload)
+        tensors = [torch.tensor([data.numel()], dtype=torch.int64), data]
+        tags = [2 * tag, 2 * tag + 1]
+    if blocking:
+        for t, g in zip(tensors, tags):
+            tdist.send(t, dst, tag=g)
+        return None
+    return _Works([tdist.isend(t, dst, tag=g) for t, g in zip(tensors, tags)], tensors)
+
+
+def recv(src: int, tag: int, buffer: torch.Tensor | None, stage_cuda: bool) -> Any:
+    """Receive what ``send`` sent: into ``buffer`` for tensors, else the object."""
+    if buffer is not None:
+        if stage_cuda and buffer.is_cuda:
+            tmp = torch.empty(buffer.shape, dtype=buffer.dtype)
+            tdist.recv(tmp, src, tag=2 * tag + 1)
+            buffer.copy_(tmp)
+        else:
+            tdist.recv(buffer, src, tag=2 * tag + 1)
+        return buffer
+    size = torch.empty(1, dtype=torch.int64)
+    tdist.recv(size, src, tag=2 * tag)
+    data = torch.empty(int(size.item()), dtype=torch.uint8)
+    tdist.recv(data, src, tag=2 * tag + 1)
+    return _obj_from(data, data.numel())

@@ -1,0 +1,242 @@
+"""The rank side of the process backend: a guarded transport over torch.distributed.
+
+How strict mode keeps mismatched calls from pairing
+---------------------------------------------------
+Before a rank issues a real collective it posts its record in the ledger and waits until
+every member of the group has posted the same group sequence; it compares their match hashes
+and only then calls torch.distributed. A member whose record differs is reported (by every
+member that sees it) and nobody enters the real collective, so the silent pairing of DESIGN 4
+cannot happen. A member already past the sequence has verified this rank's record itself.
+With the guard off the record is still posted (the monitor needs it) but nobody waits.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+import traceback
+from datetime import timedelta
+from typing import Any
+
+import torch
+import torch.distributed as tdist
+
+from . import torch_ops
+from .distributed import Distributed, RankPlace
+from .errors import RankFailed
+from .guard import check_group_call
+from .ledger import KIND_INDEX, KINDS, Ledger, match_hash
+from .records import CallRecord
+from .waitfor import DONE, FAILED, RUNNING
+
+# Environment every rank runs under: NVLink multicast stays off (it can take a shared host's
+# GPUs out of service), and NCCL waits no longer than the launch.
+SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+            "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+class Aborted(BaseException):
+    """The launcher ended the launch; this rank stops quietly."""
+
+
+class Reported(BaseException):
+    """This rank found a mismatch and sent the report; it must not enter the collective."""
+
+
+class TorchTransport:
+    """One rank's guarded path to torch.distributed (the Transport of its Distributed)."""
+
+    def __init__(self, rank: int, ledger: Ledger, groups: dict[str, torch_ops.TorchGroup],
+                 guard: str, device: torch.device, report_queue):
+        self.rank, self.ledger, self.groups = rank, ledger, groups
+        self.guard, self.device, self.queue = guard, device, report_queue
+        self.log: list[tuple] = []       # compact call log for lockstep replay in the launcher
+        self._inflight: list[tuple[int, int, Any]] = []   # (dst, tag, works) of isends
+
+    # -- Transport -----------------------------------------------------------------------
+    def collective(self, rec: CallRecord, payload: Any) -> Any:
+        self._check_abort()
+        self.ledger.post(self.rank, rec)
+        if self.guard != "off" and len(rec.group_ranks) > 1:
+            self._await_members(rec)
+        group = self.groups[rec.group_kind]
+        result = torch_ops.collective(rec.op, payload, group, rec.root, rec.reduce_op)
+        self.ledger.set_status(self.rank, RUNNING)
+        self.log.append((rec.group_kind, rec.group_ranks, rec.seq, rec.op, rec.label,
+                         rec.iteration))
+        return result
+
+    def send(self, rec: CallRecord, payload: Any, blocking: bool):
+        self._check_abort()
+        as_tensor = rec.op.endswith("tensor")
+        stage = self._stage_p2p()
+        if blocking:
+            self.ledger.post(self.rank, rec)
+            torch_ops.send(payload, rec.peer, rec.tag, as_tensor, True, stage)
+            self.ledger.set_status(self.rank, RUNNING)
+            return None
+        works = torch_ops.send(payload, rec.peer, rec.tag, as_tensor, False, stage)
+        self._inflight.append((rec.peer, rec.tag, works))
+        self._publish_pending()
+        return _Handle(self, rec, works)
+
+    def recv(self, rec: CallRecord, buffer: Any) -> Any:
+        self._check_abort()
+        self._publish_pending()
+        self.ledger.post(self.rank, rec)
+        out = torch_ops.recv(rec.peer, rec.tag, buffer, self._stage_p2p())
+        self.ledger.set_status(self.rank, RUNNING)
+        return out
+
+    def set_iteration(self, iteration: int) -> None:
+        self.ledger.set_iteration(self.rank, iteration)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _stage_p2p(self) -> bool:
+        return self.groups["world"].stage_cuda
+
+    def _publish_pending(self) -> None:
+        self._inflight = [(d, t, w) for d, t, w in self._inflight if not w.is_completed()]
+        self.ledger.set_pending_sends(self.rank, [(d, t) for d, t, _ in self._inflight])
+
+    def wait_send(self, rec: CallRecord, works) -> None:
+        self.ledger.post(self.rank, rec)
+        works.wait()
+        self.ledger.set_status(self.rank, RUNNING)
+        self._publish_pending()
+
+    def _check_abort(self) -> None:
+        if self.ledger.aborted:
+            raise Aborted()
+
+    def _await_members(self, rec: CallRecord) -> None:
+        """Wait until every member posted ``rec.seq`` on this group; compare their hashes."""
+        mine = match_hash(rec)
+        waiting = [m for m in rec.group_ranks if m != self.rank]
+        spins = 0
+        while waiting:
+            still = []
+            for m in waiting:
+                seq, h = self.ledger.read_seq_hash(m, rec.group_kind)
+                if seq < rec.seq:
+                    still.append(m)
+                elif seq == rec.seq and h != mine:
+                    self._report_mismatch(rec)
+            waiting = still
+            if waiting:
+                spins += 1
+                if self.ledger.aborted:
+                    raise Aborted()
+                # Yield first (peers usually arrive within microseconds), then back off so
+                # waiting ranks do not starve the ones they wait for on a small machine.
+                time.sleep(0 if spins < 50 else min(1e-3, 1e-5 * (spins - 49)))
+
+    def _report_mismatch(self, rec: CallRecord) -> None:
+        k = KIND_INDEX[rec.group_kind]
+        records = {self.rank: rec}
+        for m in rec.group_ranks:
+            if m != self.rank and int(self.ledger.seq[m, k]) == rec.seq:
+                other = self.ledger.read_record(m, k)
+                if other is not None and other.seq == rec.seq:
+                    records[m] = other
+        err = check_group_call(records)
+        if err is None:       # torn read: the peer rewrote its slot; compare again later
+            return
+        self.queue.put(("report", self.rank, pickle.dumps(err)))
+        raise Reported()
+
+
+class _Handle:
+    """The handle of a non-blocking send; ``wait()`` blocks (visibly to the monitor)."""
+
+    def __init__(self, transport: TorchTransport, rec: CallRecord, works):
+        self._transport, self._rec, self._works = transport, rec, works
+
+    def is_completed(self) -> bool:
+        return self._works.is_completed()
+
+    def wait(self) -> None:
+        if not self._works.is_completed():
+            self._transport.wait_send(self._rec, self._works)
+
+
+def build_groups(group_table: dict, pg_backend: str,
+                 stage_cuda: bool) -> dict[str, torch_ops.TorchGroup]:
+    """Create every group of every instance (all ranks call new_group in the same order) and
+    return this rank's groups by kind. Host objects always get a gloo communicator."""
+    me = tdist.get_rank()
+    separate_obj = pg_backend != "gloo"
+    mine: dict[str, torch_ops.TorchGroup] = {}
+    for (_instance, kind), groups in sorted(group_table.items()):
+        for ranks in groups:
+            tensor_pg = tdist.new_group(list(ranks))
+            obj_pg = tdist.new_group(list(ranks), backend="gloo") if separate_obj else tensor_pg
+            if me in ranks:
+                mine[kind] = torch_ops.TorchGroup(ranks, obj_pg, tensor_pg, stage_cuda)
+    return mine
+
+
+def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blob: bytes,
+              args_blob: bytes, guard: str, timeout: float, plan: dict, store_addr: tuple,
+              ledger_name: str, queue) -> None:
+    """Entry point of one spawned rank process."""
+    _die_with_parent()
+    os.environ.update(SAFE_ENV)
+    ledger = Ledger.attach(ledger_name, len(places))
+    status = FAILED
+    try:
+        device = torch.device(plan["devices"][rank])
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        store = tdist.TCPStore(store_addr[0], store_addr[1], len(places), False,
+                               timeout=timedelta(seconds=timeout + 30))
+        tdist.init_process_group(plan["pg_backend"], store=store, rank=rank,
+                                 world_size=len(places),
+                                 timeout=timedelta(seconds=timeout + 30))
+        groups = build_groups(group_table, plan["pg_backend"], plan["stage_cuda"])
+        program = pickle.loads(program_blob)
+        args = pickle.loads(args_blob)
+        transport = TorchTransport(rank, ledger, groups, guard, device, queue)
+        dist = Distributed(places[rank], transport)
+        ledger.set_ready(rank, os.getpid())
+        result = program(dist, *args)
+        try:
+            blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - any pickling failure is the rank's failure
+            raise TypeError(f"the rank program's result cannot travel back to the launcher: "
+                            f"{type(exc).__name__}: {exc}") from exc
+        queue.put(("ok", rank, blob, dict(dist.census), transport.log))
+        status = DONE
+    except (Aborted, Reported):
+        pass
+    except BaseException as exc:  # noqa: BLE001 - reported to the launcher as RankFailed
+        # Drop rank_main's own frame: the report starts in the rank program.
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))
+        queue.put(("failed", rank, f"{type(exc).__name__}: {exc}", tb))
+    finally:
+        ledger.set_status(rank, status)
+        queue.close()
+        queue.join_thread()
+        ledger.shm.close()
+        # Skip interpreter teardown: destroying communicators whose peers are gone can hang.
+        os._exit(0)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this rank when the launcher dies (no orphans, even on SIGKILL)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: the launcher's teardown still applies
+        pass
+
+
+def failed_report(rank: int, places: list[RankPlace], message: str, tb: str) -> RankFailed:
+    p = places[rank]
+    who = f"{p.instance} rank {p.mapping.rank}" if p.instance else f"rank {rank}"
+    return RankFailed(f"{who} raised {message}", rank=rank, traceback=tb)
+
+
+__all__ = ["TorchTransport", "rank_main", "build_groups", "KINDS"]
