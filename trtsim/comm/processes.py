@@ -79,13 +79,15 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
     store = tdist.TCPStore("127.0.0.1", 0, n + 1, True, timeout=timedelta(seconds=60),
                            wait_for_workers=False)
     results_q = ctx.Queue()
+    wakeups = [ctx.Semaphore(0) for _ in range(n)]
     procs: list = []
     start_ns = time.monotonic_ns()
     try:
         for r in range(n):
             p = ctx.Process(target=rank_main, name=f"trtsim-rank{r}", daemon=True, args=(
                 r, places, group_table, program_blob, args_blob, config.guard,
-                config.timeout, plan, ("127.0.0.1", store.port), ledger.name, results_q))
+                config.timeout, plan, ("127.0.0.1", store.port), ledger.name, results_q,
+                wakeups))
             p.start()
             procs.append(p)
         watch = _Watch(places, procs, results_q, DeadlockMonitor(ledger, groups_of), config)

@@ -2,12 +2,21 @@
 
 How strict mode keeps mismatched calls from pairing
 ---------------------------------------------------
-Before a rank issues a real collective it posts its record in the ledger and waits until
-every member of the group has posted the same group sequence; it compares their match hashes
-and only then calls torch.distributed. A member whose record differs is reported (by every
-member that sees it) and nobody enters the real collective, so the silent pairing of DESIGN 4
-cannot happen. A member already past the sequence has verified this rank's record itself.
-With the guard off the record is still posted (the monitor needs it) but nobody waits.
+Before a rank issues a real collective it posts its record in the ledger and compares the
+match hashes of the members that posted the same group sequence; a differing member is
+reported and the rank does not enter the real collective, so the silent pairing of DESIGN 4
+cannot happen. Of any two members, the one that posts second sees the record of the first
+(the semaphore releases after a post are atomic operations: a full fence between the post and
+the reads), so one of them always sees a divergent pair.
+
+Rooted collectives (broadcast, gather) wait until *every* member has posted: their root (or
+their senders) can finish before the others enter, and a late member would then pair with a
+call nobody compared it with. All-gathers, all-reduces and barriers cannot finish for anyone
+before every member has entered, so a rank enters as soon as every member that has posted
+agrees: a later member compares against it before entering, and a mismatch still never
+completes. That saves a rendezvous per call. A member already past the sequence has verified
+this rank's record itself. With the guard off the record is still posted (the monitor needs
+it) but nobody compares.
 """
 
 from __future__ import annotations
@@ -48,8 +57,9 @@ class TorchTransport:
     """One rank's guarded path to torch.distributed (the Transport of its Distributed)."""
 
     def __init__(self, rank: int, ledger: Ledger, groups: dict[str, torch_ops.TorchGroup],
-                 guard: str, device: torch.device, report_queue):
+                 guard: str, device: torch.device, report_queue, wakeups: list):
         self.rank, self.ledger, self.groups = rank, ledger, groups
+        self.wakeups = wakeups            # one semaphore per rank: "a peer posted, look again"
         self.guard, self.device, self.queue = guard, device, report_queue
         self.log: list[tuple] = []       # compact call log for lockstep replay in the launcher
         self._inflight: list[tuple[int, int, Any]] = []   # (dst, tag, works) of isends
@@ -59,7 +69,10 @@ class TorchTransport:
         self._check_abort()
         self.ledger.post(self.rank, rec)
         if self.guard != "off" and len(rec.group_ranks) > 1:
-            self._await_members(rec)
+            for m in rec.group_ranks:
+                if m != self.rank:
+                    self.wakeups[m].release()
+            self._check_members(rec, wait=rec.op in ("broadcast", "gather"))
         group = self.groups[rec.group_kind]
         result = torch_ops.collective(rec.op, payload, group, rec.root, rec.reduce_op)
         self.ledger.set_status(self.rank, RUNNING)
@@ -110,11 +123,11 @@ class TorchTransport:
         if self.ledger.aborted:
             raise Aborted()
 
-    def _await_members(self, rec: CallRecord) -> None:
-        """Wait until every member posted ``rec.seq`` on this group; compare their hashes."""
+    def _check_members(self, rec: CallRecord, wait: bool) -> None:
+        """Compare this rank's record with the members that posted ``rec.seq``; with ``wait``,
+        first wait until every member has posted it."""
         mine = match_hash(rec)
         waiting = [m for m in rec.group_ranks if m != self.rank]
-        spins = 0
         while waiting:
             still = []
             for m in waiting:
@@ -123,14 +136,14 @@ class TorchTransport:
                     still.append(m)
                 elif seq == rec.seq and h != mine:
                     self._report_mismatch(rec)
-            waiting = still
+            waiting = still if wait else []
             if waiting:
-                spins += 1
                 if self.ledger.aborted:
                     raise Aborted()
-                # Yield first (peers usually arrive within microseconds), then back off so
-                # waiting ranks do not starve the ones they wait for on a small machine.
-                time.sleep(0 if spins < 50 else min(1e-3, 1e-5 * (spins - 49)))
+                # Sleep until a peer posts (it releases our semaphore) instead of spinning:
+                # on a small machine spinning ranks starve the ranks they wait for. Stale
+                # releases only cause a cheap extra look; the timeout rechecks the abort flag.
+                self.wakeups[self.rank].acquire(timeout=0.05)
 
     def _report_mismatch(self, rec: CallRecord) -> None:
         k = KIND_INDEX[rec.group_kind]
@@ -179,7 +192,7 @@ def build_groups(group_table: dict, pg_backend: str,
 
 def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blob: bytes,
               args_blob: bytes, guard: str, timeout: float, plan: dict, store_addr: tuple,
-              ledger_name: str, queue) -> None:
+              ledger_name: str, queue, wakeups: list) -> None:
     """Entry point of one spawned rank process."""
     _die_with_parent()
     os.environ.update(SAFE_ENV)
@@ -195,9 +208,12 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
                                  world_size=len(places),
                                  timeout=timedelta(seconds=timeout + 30))
         groups = build_groups(group_table, plan["pg_backend"], plan["stage_cuda"])
+        # Group creation may finish at different times; nobody starts (or finishes and
+        # leaves) before every communicator is connected.
+        tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
         program = pickle.loads(program_blob)
         args = pickle.loads(args_blob)
-        transport = TorchTransport(rank, ledger, groups, guard, device, queue)
+        transport = TorchTransport(rank, ledger, groups, guard, device, queue, wakeups)
         dist = Distributed(places[rank], transport)
         ledger.set_ready(rank, os.getpid())
         result = program(dist, *args)
@@ -218,6 +234,10 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         ledger.set_status(rank, status)
         queue.close()
         queue.join_thread()
+        # Stay until the launcher ends the launch: a rank that left would break its peers'
+        # connections, turning a hang the monitor can explain into a socket error.
+        while not ledger.aborted:
+            time.sleep(0.005)
         ledger.shm.close()
         # Skip interpreter teardown: destroying communicators whose peers are gone can hang.
         os._exit(0)
