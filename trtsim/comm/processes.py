@@ -144,10 +144,30 @@ class _Watch:
             self.census[rank], self.logs[rank] = msg[3], msg[4]
             self.done.add(rank)
         elif kind == "failed":
-            self.error = self.error or failed_report(rank, self.places, msg[2], msg[3])
+            self.error = self.error or self._root_cause(
+                failed_report(rank, self.places, msg[2], msg[3]))
         elif kind == "report":
             self.error = self.error or pickle.loads(msg[2])
         return True
+
+    def _root_cause(self, failure: RankFailed) -> RankFailed:
+        """A rank killed by a signal makes its peers' sockets fail at once; report the
+        killed rank, not the first peer that noticed."""
+        stop = time.monotonic() + 0.5
+        while time.monotonic() < stop:
+            for r, p in enumerate(self.procs):
+                if p.exitcode is not None and p.exitcode < 0:
+                    killed = self._signal_report(r, -p.exitcode)
+                    killed.details = (f"then {failure.summary.splitlines()[0]}",)
+                    return killed
+            time.sleep(0.01)
+        return failure
+
+    def _signal_report(self, r: int, signum: int) -> RankFailed:
+        place = self.places[r]
+        who = f"{place.instance} rank {place.mapping.rank}" if place.instance else f"rank {r}"
+        return RankFailed(f"{who} was killed by {signal.Signals(signum).name}", rank=r,
+                          signal=signum)
 
     def _dead_rank(self) -> RankFailed | None:
         for r, p in enumerate(self.procs):
@@ -159,13 +179,11 @@ class _Watch:
                     return self.error if self.error is not None else None
             if r in self.done:
                 continue
-            code = p.exitcode
+            if p.exitcode < 0:
+                return self._signal_report(r, -p.exitcode)
             place = self.places[r]
             who = f"{place.instance} rank {place.mapping.rank}" if place.instance else f"rank {r}"
-            if code < 0:
-                name = signal.Signals(-code).name
-                return RankFailed(f"{who} was killed by {name}", rank=r, signal=-code)
-            return RankFailed(f"{who} exited with status {code} without a result", rank=r)
+            return RankFailed(f"{who} exited with status {p.exitcode} without a result", rank=r)
         return None
 
     def _timeout(self) -> CollectiveTimeout:
