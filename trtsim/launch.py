@@ -63,6 +63,9 @@ def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
     if config.backend == "inproc":
         world = InprocWorld(places, config.guard, config.seed, config.timeout, group_table(places))
         return world.run(program, tuple(args))
+    from .comm.torchrun import run_this_rank, under_torchrun
+    if under_torchrun():
+        return run_this_rank(places, program, tuple(args), config, group_table(places))
     from .comm.processes import run_processes
     return run_processes(places, program, tuple(args), config, group_table(places))
 

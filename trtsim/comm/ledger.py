@@ -56,8 +56,10 @@ def _encode(rec: CallRecord) -> bytes:
 class Ledger:
     """Views of the shared block; ``Ledger.create`` in the launcher, ``Ledger.attach`` in ranks."""
 
-    def __init__(self, shm: shared_memory.SharedMemory, num_ranks: int, owner: bool):
+    def __init__(self, shm: shared_memory.SharedMemory, num_ranks: int, owner: bool,
+                 wakeups: list | None = None):
         self.shm, self.num_ranks, self.owner = shm, num_ranks, owner
+        self.wakeups = wakeups   # one semaphore per rank: "a peer posted, look again"
         n, k = num_ranks, len(KINDS)
         buf, off = shm.buf, 0
 
@@ -84,18 +86,19 @@ class Ledger:
         return sum((p + 63) // 64 * 64 for p in per)
 
     @classmethod
-    def create(cls, num_ranks: int) -> "Ledger":
+    def create(cls, num_ranks: int, wakeups: list | None = None) -> "Ledger":
         shm = shared_memory.SharedMemory(create=True, size=cls.size(num_ranks))
-        ledger = cls(shm, num_ranks, owner=True)
+        ledger = cls(shm, num_ranks, owner=True, wakeups=wakeups)
         np.frombuffer(shm.buf, dtype=np.uint8)[:] = 0
         ledger.state[:, STATUS] = STATUS_CODES["starting"]
         return ledger
 
     @classmethod
-    def attach(cls, name: str, num_ranks: int) -> "Ledger":
+    def attach(cls, name: str, num_ranks: int, wakeups: list | None = None) -> "Ledger":
         # Spawned ranks share the launcher's resource tracker, so attaching registers nothing
         # new and a rank's exit unlinks nothing; the launcher unlinks the block once.
-        return cls(shared_memory.SharedMemory(name=name), num_ranks, owner=False)
+        return cls(shared_memory.SharedMemory(name=name), num_ranks, owner=False,
+                   wakeups=wakeups)
 
     @property
     def name(self) -> str:
@@ -149,6 +152,16 @@ class Ledger:
         self.state[r, NUM_PENDING] = len(sends)
         self._bump(r)
 
+    def notify(self, ranks: list[int]) -> None:
+        """Wake ``ranks`` if they wait for a post. A release is an atomic operation, so it
+        also fences this rank's post before its reads of the peers' slots."""
+        for m in ranks:
+            self.wakeups[m].release()
+
+    def wait_for_post(self, r: int, timeout: float) -> None:
+        """Sleep until some peer notifies rank r (stale notifications only cost a look)."""
+        self.wakeups[r].acquire(timeout=timeout)
+
     # -- readers -------------------------------------------------------------------------
     def read_seq_hash(self, r: int, kind: str) -> tuple[int, bytes]:
         """(sequence, hash) of rank r's last call on ``kind``, read consistently."""
@@ -158,6 +171,10 @@ class Ledger:
             h = self.hash[r, k].tobytes()
             if int(self.seq[r, k]) == s1:
                 return s1, h
+
+    def read_call(self, r: int, kind: str) -> CallRecord | None:
+        """Rank r's last record on group ``kind``."""
+        return self.read_record(r, KIND_INDEX[kind])
 
     def read_record(self, r: int, slot: int) -> CallRecord | None:
         n = int(self.reclen[r, slot])

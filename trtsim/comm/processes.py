@@ -75,11 +75,11 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
     groups_of = [{kind: p.to_global(getattr(p.mapping, f"{kind}_group"))
                   for kind in ("tp", "pp", "cp", "tp_cp", "world")} for p in places]
     ctx = _context()
-    ledger = Ledger.create(n)
+    wakeups = [ctx.Semaphore(0) for _ in range(n)]
+    ledger = Ledger.create(n, wakeups)
     store = tdist.TCPStore("127.0.0.1", 0, n + 1, True, timeout=timedelta(seconds=60),
                            wait_for_workers=False)
     results_q = ctx.Queue()
-    wakeups = [ctx.Semaphore(0) for _ in range(n)]
     procs: list = []
     start_ns = time.monotonic_ns()
     try:

@@ -26,16 +26,16 @@ import pickle
 import time
 import traceback
 from datetime import timedelta
-from typing import Any
+from typing import Any, Callable
 
 import torch
 import torch.distributed as tdist
 
 from . import torch_ops
 from .distributed import Distributed, RankPlace
-from .errors import RankFailed
+from .errors import CollectiveError, RankFailed
 from .guard import check_group_call
-from .ledger import KIND_INDEX, KINDS, Ledger, match_hash
+from .ledger import Ledger, match_hash
 from .records import CallRecord
 from .waitfor import DONE, FAILED, RUNNING
 
@@ -57,10 +57,9 @@ class TorchTransport:
     """One rank's guarded path to torch.distributed (the Transport of its Distributed)."""
 
     def __init__(self, rank: int, ledger: Ledger, groups: dict[str, torch_ops.TorchGroup],
-                 guard: str, device: torch.device, report_queue, wakeups: list):
+                 guard: str, device: torch.device, report: Callable[[CollectiveError], None]):
         self.rank, self.ledger, self.groups = rank, ledger, groups
-        self.wakeups = wakeups            # one semaphore per rank: "a peer posted, look again"
-        self.guard, self.device, self.queue = guard, device, report_queue
+        self.guard, self.device, self.report = guard, device, report
         self.log: list[tuple] = []       # compact call log for lockstep replay in the launcher
         self._inflight: list[tuple[int, int, Any]] = []   # (dst, tag, works) of isends
 
@@ -69,9 +68,7 @@ class TorchTransport:
         self._check_abort()
         self.ledger.post(self.rank, rec)
         if self.guard != "off" and len(rec.group_ranks) > 1:
-            for m in rec.group_ranks:
-                if m != self.rank:
-                    self.wakeups[m].release()
+            self.ledger.notify([m for m in rec.group_ranks if m != self.rank])
             self._check_members(rec, wait=rec.op in ("broadcast", "gather"))
         group = self.groups[rec.group_kind]
         result = torch_ops.collective(rec.op, payload, group, rec.root, rec.reduce_op)
@@ -140,23 +137,21 @@ class TorchTransport:
             if waiting:
                 if self.ledger.aborted:
                     raise Aborted()
-                # Sleep until a peer posts (it releases our semaphore) instead of spinning:
-                # on a small machine spinning ranks starve the ranks they wait for. Stale
-                # releases only cause a cheap extra look; the timeout rechecks the abort flag.
-                self.wakeups[self.rank].acquire(timeout=0.05)
+                # Sleep until a peer posts instead of spinning: on a small machine spinning
+                # ranks starve the ranks they wait for.
+                self.ledger.wait_for_post(self.rank, timeout=0.05)
 
     def _report_mismatch(self, rec: CallRecord) -> None:
-        k = KIND_INDEX[rec.group_kind]
         records = {self.rank: rec}
         for m in rec.group_ranks:
-            if m != self.rank and int(self.ledger.seq[m, k]) == rec.seq:
-                other = self.ledger.read_record(m, k)
+            if m != self.rank:
+                other = self.ledger.read_call(m, rec.group_kind)
                 if other is not None and other.seq == rec.seq:
                     records[m] = other
         err = check_group_call(records)
         if err is None:       # torn read: the peer rewrote its slot; compare again later
             return
-        self.queue.put(("report", self.rank, pickle.dumps(err)))
+        self.report(err)
         raise Reported()
 
 
@@ -196,7 +191,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
     """Entry point of one spawned rank process."""
     _die_with_parent()
     os.environ.update(SAFE_ENV)
-    ledger = Ledger.attach(ledger_name, len(places))
+    ledger = Ledger.attach(ledger_name, len(places), wakeups)
     status = FAILED
     try:
         device = torch.device(plan["devices"][rank])
@@ -213,7 +208,8 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
         program = pickle.loads(program_blob)
         args = pickle.loads(args_blob)
-        transport = TorchTransport(rank, ledger, groups, guard, device, queue, wakeups)
+        transport = TorchTransport(rank, ledger, groups, guard, device,
+                                   lambda err: queue.put(("report", rank, pickle.dumps(err))))
         dist = Distributed(places[rank], transport)
         ledger.set_ready(rank, os.getpid())
         result = program(dist, *args)
@@ -258,5 +254,3 @@ def failed_report(rank: int, places: list[RankPlace], message: str, tb: str) -> 
     who = f"{p.instance} rank {p.mapping.rank}" if p.instance else f"rank {rank}"
     return RankFailed(f"{who} raised {message}", rank=rank, traceback=tb)
 
-
-__all__ = ["TorchTransport", "rank_main", "build_groups", "KINDS"]
