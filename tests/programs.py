@@ -48,6 +48,22 @@ def tensors(dist):
     return out
 
 
+def nonblocking_p2p(dist):
+    """Receives posted before the sends, polled, then waited: objects and tensors."""
+    peer = dist.rank ^ 1
+    objs = [dist.irecv_object(peer, tag=3 + i) for i in range(2)]
+    buf = torch.empty(4, dtype=torch.float64)
+    tens = dist.irecv_tensor(buf, peer, tag=9)
+    sends = [dist.isend_object({"from": dist.rank, "i": i}, peer, tag=3 + i) for i in range(2)]
+    sends.append(dist.isend_tensor(torch.full((4,), float(dist.rank), dtype=torch.float64),
+                                   peer, tag=9))
+    dist.barrier(label="sent")
+    out = [h.wait() for h in objs] + [tens.wait().tolist()]
+    for h in sends:
+        h.wait()
+    return out + [all(h.is_completed() for h in objs)]
+
+
 def pp_group_skip_under_adp(dist, iterations=4):
     """Under attention DP a whole PP group (one DP rank) skips a gather: legal per group."""
     out = []

@@ -94,3 +94,9 @@ def test_bad_arguments_fail_the_rank_with_a_clear_message(bad, match):
 def test_bad_launch_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         trtsim.launch(lambda d: None, **kwargs)
+
+
+def test_nonblocking_receives():
+    res = trtsim.launch(programs.nonblocking_p2p, tp=2)
+    assert res[0] == [{"from": 1, "i": 0}, {"from": 1, "i": 1}, [1.0] * 4, True]
+    assert res[1][2] == [0.0] * 4

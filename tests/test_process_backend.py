@@ -42,7 +42,7 @@ def assert_gone(outcome):
 
 @pytest.mark.parametrize("prog,tp,pp,adp", [
     (programs.gathers, 2, 2, False), (programs.tensors, 2, 3, False),
-    (programs.pp_group_skip_under_adp, 4, 2, True),
+    (programs.pp_group_skip_under_adp, 4, 2, True), (programs.nonblocking_p2p, 2, 1, False),
 ])
 def test_same_results_as_inproc(prog, tp, pp, adp):
     a = run(prog, tp, pp, adp, backend="inproc")

@@ -65,7 +65,7 @@ class Transport(Protocol):
 
     def collective(self, rec: CallRecord, payload: Any) -> Any: ...
     def send(self, rec: CallRecord, payload: Any, blocking: bool) -> Any: ...
-    def recv(self, rec: CallRecord, buffer: Any) -> Any: ...
+    def recv(self, rec: CallRecord, buffer: Any, blocking: bool) -> Any: ...
     def set_iteration(self, iteration: int) -> None: ...
 
 
@@ -174,6 +174,11 @@ class Distributed:
     def recv_object(self, src, tag: int = 0, label: str | None = None):
         return self._p2p("recv_object", None, src, tag, label)
 
+    def irecv_object(self, src, tag: int = 0, label: str | None = None):
+        """Post a receive without waiting; the handle's ``is_completed()`` polls and
+        ``wait()`` returns the object."""
+        return self._p2p("irecv_object", None, src, tag, label, blocking=False)
+
     def send_tensor(self, t, dest, tag: int = 0, label: str | None = None) -> None:
         self._p2p("send_tensor", t, dest, tag, label, blocking=True)
 
@@ -183,6 +188,10 @@ class Distributed:
     def recv_tensor(self, t, src, tag: int = 0, label: str | None = None):
         """Receive into ``t`` (same dtype and shape as the sent tensor) and return it."""
         return self._p2p("recv_tensor", t, src, tag, label)
+
+    def irecv_tensor(self, t, src, tag: int = 0, label: str | None = None):
+        """Post a receive into ``t`` without waiting; ``wait()`` returns ``t`` filled."""
+        return self._p2p("irecv_tensor", t, src, tag, label, blocking=False)
 
     # -- plumbing ------------------------------------------------------------------------
     def group_ranks(self, kind: str) -> tuple[int, ...]:
@@ -218,7 +227,7 @@ class Distributed:
         me = self.place.global_rank
         if other == me:
             raise ValueError(f"{op}: peer {peer!r} is this rank itself")
-        sending = not op.startswith("recv")
+        sending = "send" in op
         channel = ("p2p", (me, other) if sending else (other, me), tag)
         self._seq[channel] += 1
         signature = signature_of(payload) if op.endswith("tensor") else "object"
@@ -228,7 +237,7 @@ class Distributed:
         self.census[(self._iteration, "p2p", label or op)] += 1
         if sending:
             return self._transport.send(rec, payload, blocking)
-        return self._transport.recv(rec, payload)
+        return self._transport.recv(rec, payload, blocking)
 
 
 def _is_tensor(x) -> bool:

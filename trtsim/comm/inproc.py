@@ -62,6 +62,32 @@ class SendHandle:
             self._transport.wait_send(self._msg)
 
 
+class _Receive:
+    """A posted receive: matched with the next message of its channel, in posting order."""
+
+    __slots__ = ("rank", "rec", "buffer", "done", "value", "waiting")
+
+    def __init__(self, rank: int, rec: CallRecord, buffer: Any):
+        self.rank, self.rec, self.buffer = rank, rec, buffer
+        self.done, self.value, self.waiting = False, None, False
+
+
+class RecvHandle:
+    """The handle of a non-blocking receive; ``wait()`` blocks until the message arrived and
+    returns it (the filled buffer for tensors)."""
+
+    def __init__(self, transport: "_InprocTransport", recv: _Receive):
+        self._transport, self._recv = transport, recv
+
+    def is_completed(self) -> bool:
+        return self._recv.done
+
+    def wait(self) -> Any:
+        if not self._recv.done:
+            return self._transport.wait_recv(self._recv)
+        return self._recv.value
+
+
 class _Unwind(BaseException):
     """Thrown into ranks that must stop because the launch is over."""
 
@@ -239,9 +265,12 @@ class InprocWorld:
                   transport: "_InprocTransport"):
         channel = (r, rec.peer, rec.tag)
         msg = _Message(rec, freeze(payload))
-        waiting = self.receivers.pop(channel, None)
-        if waiting is not None:
-            self._deliver(msg, *waiting)
+        receivers = self.receivers.get(channel)
+        if receivers:
+            recv = receivers.popleft()
+            if not receivers:
+                del self.receivers[channel]
+            self._deliver(msg, recv)
         else:
             self.mailbox.setdefault(channel, deque()).append(msg)
         if self.error is not None:
@@ -259,33 +288,50 @@ class InprocWorld:
         msg.sender_waiting = True
         self.block(r, msg.rec)
 
-    def post_recv(self, r: int, rec: CallRecord, buffer: Any) -> Any:
+    def post_recv(self, r: int, rec: CallRecord, buffer: Any, blocking: bool,
+                  transport: "_InprocTransport") -> Any:
+        recv = _Receive(r, rec, buffer)
         channel = (rec.peer, r, rec.tag)
         queue = self.mailbox.get(channel)
         if queue:
             msg = queue.popleft()
             if not queue:
                 del self.mailbox[channel]
-            self._deliver(msg, r, rec, buffer)
-            return self.yield_to_hub() if self.error is None else self.block(r, rec)
-        self.receivers[channel] = (r, rec, buffer)
-        return self.block(r, rec)
+            self._deliver(msg, recv)
+        else:
+            self.receivers.setdefault(channel, deque()).append(recv)
+        if self.error is not None:
+            return self.block(r, rec)
+        if not blocking:
+            self.wake(r, RecvHandle(transport, recv))
+            return self.yield_to_hub()
+        if recv.done:
+            self.wake(r, recv.value)
+            return self.yield_to_hub()
+        return self.wait_recv(r, recv)
 
-    def _deliver(self, msg: _Message, r: int, rec: CallRecord, buffer: Any) -> None:
-        """Hand ``msg`` to receiver ``r`` (blocked or arriving) and release its sender."""
+    def wait_recv(self, r: int, recv: "_Receive") -> Any:
+        recv.waiting = True
+        return self.block(r, recv.rec)
+
+    def _deliver(self, msg: _Message, recv: "_Receive") -> None:
+        """Hand ``msg`` to a posted receive and release whoever waits on either side."""
         msg.taken = True
+        rec = recv.rec
         if msg.rec.signature != rec.signature:
             self.error = CollectiveMismatch(
                 f"p2p {msg.rec.op} -> {rec.op}: the payloads differ ({msg.rec.signature} sent, "
                 f"{rec.signature} expected)", group_kind="p2p", group_ranks=rec.group_ranks,
-                ranks=(msg.rec.rank, r), calls={msg.rec.rank: msg.rec, r: rec},
+                ranks=(msg.rec.rank, recv.rank), calls={msg.rec.rank: msg.rec, recv.rank: rec},
                 explanation="the receive buffer does not fit the sent tensor")
             return
         value = thaw(msg.blob)
-        if buffer is not None and rec.op == "recv_tensor":
-            buffer.copy_(value)
-            value = buffer
-        self.wake(r, value)
+        if recv.buffer is not None and rec.op.endswith("tensor"):
+            recv.buffer.copy_(value)
+            value = recv.buffer
+        recv.done, recv.value = True, value
+        if recv.waiting:
+            self.wake(recv.rank, value)
         if msg.sender_waiting:
             self.wake(msg.rec.rank, None)
 
@@ -317,9 +363,13 @@ class _InprocTransport:
         self._check()
         self.world.wait_send(self.rank, msg)
 
-    def recv(self, rec: CallRecord, buffer: Any) -> Any:
+    def recv(self, rec: CallRecord, buffer: Any, blocking: bool = True) -> Any:
         self._check()
-        return self.world.post_recv(self.rank, rec, buffer)
+        return self.world.post_recv(self.rank, rec, buffer, blocking, self)
+
+    def wait_recv(self, recv: _Receive) -> Any:
+        self._check()
+        return self.world.wait_recv(self.rank, recv)
 
     def set_iteration(self, iteration: int) -> None:
         self._check()

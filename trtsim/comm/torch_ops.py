@@ -4,7 +4,8 @@ Host objects travel as pickles over the group's gloo communicator (what torch's
 ``*_object`` collectives do; TRT-LLM runs the same calls over MPI). Tensors travel over the
 group's tensor communicator: NCCL when every rank has its own GPU, else gloo, with CUDA
 tensors staged through host memory. Roots are indices within the group; torch wants global
-ranks, so they are translated here. p2p objects use two tags per user tag (size, then bytes).
+ranks, so they are translated here. p2p objects use two tags per user tag (size, then bytes);
+tensors use the second.
 """
 
 from __future__ import annotations
@@ -126,18 +127,46 @@ def send(payload: Any, dst: int, tag: int, as_tensor: bool, blocking: bool,
     return _Works([tdist.isend(t, dst, tag=g) for t, g in zip(tensors, tags)], tensors)
 
 
-def recv(src: int, tag: int, buffer: torch.Tensor | None, stage_cuda: bool) -> Any:
-    """Receive what ``send`` sent: into ``buffer`` for tensors, else the object."""
-    if buffer is not None:
-        if stage_cuda and buffer.is_cuda:
-            tmp = torch.empty(buffer.shape, dtype=buffer.dtype)
-            tdist.recv(tmp, src, tag=2 * tag + 1)
-            buffer.copy_(tmp)
+class PendingRecv:
+    """A posted receive: a tensor straight into its buffer, an object as size then bytes
+    (the bytes are posted once the size is known)."""
+
+    def __init__(self, src: int, tag: int, buffer: torch.Tensor | None, stage_cuda: bool):
+        self.src, self.tag, self.buffer = src, tag, buffer
+        self._value: Any = None
+        self._done = False
+        if buffer is not None:
+            self._target = buffer.new_empty(buffer.shape, device="cpu") \
+                if (stage_cuda and buffer.is_cuda) else buffer
+            self._work = tdist.irecv(self._target, src, tag=2 * tag + 1)
+            self._size = None
         else:
-            tdist.recv(buffer, src, tag=2 * tag + 1)
-        return buffer
-    size = torch.empty(1, dtype=torch.int64)
-    tdist.recv(size, src, tag=2 * tag)
-    data = torch.empty(int(size.item()), dtype=torch.uint8)
-    tdist.recv(data, src, tag=2 * tag + 1)
-    return _obj_from(data, data.numel())
+            self._size = torch.empty(1, dtype=torch.int64)
+            self._work = tdist.irecv(self._size, src, tag=2 * tag)
+            self._data = None
+
+    def is_completed(self) -> bool:
+        if self._done:
+            return True
+        if not self._work.is_completed():
+            return False
+        self._advance()
+        return self._done
+
+    def _advance(self) -> None:
+        """Move on after the current piece arrived (wait() already returned or polled done)."""
+        if self.buffer is not None:
+            if self._target is not self.buffer:
+                self.buffer.copy_(self._target)
+            self._value, self._done = self.buffer, True
+        elif self._data is None:
+            self._data = torch.empty(int(self._size.item()), dtype=torch.uint8)
+            self._work = tdist.irecv(self._data, self.src, tag=2 * self.tag + 1)
+        else:
+            self._value, self._done = _obj_from(self._data, self._data.numel()), True
+
+    def wait(self) -> Any:
+        while not self._done:
+            self._work.wait()
+            self._advance()
+        return self._value

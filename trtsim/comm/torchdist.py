@@ -91,13 +91,18 @@ class TorchTransport:
         self._publish_pending()
         return _Handle(self, rec, works)
 
-    def recv(self, rec: CallRecord, buffer: Any) -> Any:
+    def recv(self, rec: CallRecord, buffer: Any, blocking: bool = True) -> Any:
         self._check_abort()
         self._publish_pending()
+        pending = torch_ops.PendingRecv(rec.peer, rec.tag, buffer, self._stage_p2p())
+        handle = _RecvHandle(self, rec, pending)
+        return handle.wait() if blocking else handle
+
+    def wait_recv(self, rec: CallRecord, pending) -> Any:
         self.ledger.post(self.rank, rec)
-        out = torch_ops.recv(rec.peer, rec.tag, buffer, self._stage_p2p())
+        value = pending.wait()
         self.ledger.set_status(self.rank, RUNNING)
-        return out
+        return value
 
     def set_iteration(self, iteration: int) -> None:
         self.ledger.set_iteration(self.rank, iteration)
@@ -167,6 +172,21 @@ class _Handle:
     def wait(self) -> None:
         if not self._works.is_completed():
             self._transport.wait_send(self._rec, self._works)
+
+
+class _RecvHandle:
+    """The handle of a non-blocking receive; ``wait()`` blocks (visibly) and returns it."""
+
+    def __init__(self, transport: TorchTransport, rec: CallRecord, pending):
+        self._transport, self._rec, self._pending = transport, rec, pending
+
+    def is_completed(self) -> bool:
+        return self._pending.is_completed()
+
+    def wait(self) -> Any:
+        if self._pending.is_completed():
+            return self._pending.wait()
+        return self._transport.wait_recv(self._rec, self._pending)
 
 
 def build_groups(group_table: dict, pg_backend: str,

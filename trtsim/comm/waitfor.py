@@ -16,7 +16,7 @@ from .errors import CollectiveDeadlock, rank_name
 from .records import CallRecord
 
 RUNNING, BLOCKED, DONE, FAILED = "running", "blocked", "done", "failed"
-RECV_OPS = ("recv_object", "recv_tensor")
+RECV_OPS = ("recv_object", "recv_tensor", "irecv_object", "irecv_tensor")
 
 
 @dataclass(frozen=True)
