@@ -139,7 +139,7 @@ class KvCacheTransceiverV2:
             self.num_skipped_checks += 1
             return [], []
         block_all = at_least_request_num is None
-        done = [rid for rid, s in self.send_sessions.items() if s.is_completed() or s.has_failed()]
+        done = self._progress(self.send_sessions)
         to_process = self._to_process(self.send_sessions, self._ctx_consensus(done),
                                       at_least_request_num or 0, block_all)
         completed, failed, cancelled, _timed_out = self._wait(self.send_sessions, to_process,
@@ -184,7 +184,7 @@ class KvCacheTransceiverV2:
             self.num_skipped_checks += 1
             return [], [], []
         block_all = at_least_request_num is None
-        done = [rid for rid, s in self.recv_sessions.items() if s.is_completed() or s.has_failed()]
+        done = self._progress(self.recv_sessions)
         to_process = self._to_process(self.recv_sessions, self._gen_consensus(done),
                                       at_least_request_num or 0, block_all)
         completed, failed, cancelled, _ = self._wait(self.recv_sessions, to_process, block_all)
@@ -216,6 +216,14 @@ class KvCacheTransceiverV2:
     def _is_fault_rank(self, req: LlmRequest, spec: InstanceSpec, dp_rank: int) -> bool:
         """Faults strike one rank (the lowest holder), so only consensus can spread them."""
         return self.dist.rank == min(holders(spec, dp_rank))
+
+    @staticmethod
+    def _progress(sessions: dict) -> list[int]:
+        """Advance every session without blocking (the transfer worker's background progress
+        in the runtime) and return the ids done locally."""
+        for session in sessions.values():
+            session.wait_complete(blocking=False)
+        return [rid for rid, s in sessions.items() if s.is_completed() or s.has_failed()]
 
     @staticmethod
     def _to_process(sessions: dict, consensus: list[int], wait_num: int, block_all: bool):

@@ -173,18 +173,33 @@ class KVCacheManager:
         n = self.config.valid_blocks(layer, self.lengths[request_id])
         return ids[len(ids) - n:] if n else []
 
-    def write_prefill(self, request_id: int, seed: int) -> None:
-        """Write the KV a prefill of this request produces into its blocks."""
+    def _prefill_blocks(self, request_id: int, layer: int, seed: int) -> torch.Tensor:
+        """The blocks a prefill of the prompt writes in ``layer``: [n, kvf, heads, tpb, dim]."""
         cfg = self.config
         tpb, n = cfg.tokens_per_block, self.blocks_needed(self.lengths[request_id])
+        heads = [kv_values(seed, request_id, layer, h, cfg.kv_factor, n * tpb, cfg.head_dim,
+                           self.pools[layer].dtype) for h in range(*self.heads)]
+        # [heads, kvf, n*tpb, dim] -> [n, kvf, heads, tpb, dim]
+        data = torch.stack(heads).view(len(heads), cfg.kv_factor, n, tpb, cfg.head_dim)
+        return data.permute(2, 1, 0, 3, 4)
+
+    def write_prefill(self, request_id: int, seed: int) -> None:
+        """Write the KV a prefill of this request produces into its blocks, then evict the
+        blocks before each window."""
         for layer in self.layers:
             ids = torch.tensor(self.blocks[request_id][layer])
-            heads = [kv_values(seed, request_id, layer, h, cfg.kv_factor, n * tpb, cfg.head_dim,
-                               self.pools[layer].dtype) for h in range(*self.heads)]
-            # [heads, kvf, n*tpb, dim] -> [n, kvf, heads, tpb, dim]
-            data = torch.stack(heads).view(len(heads), cfg.kv_factor, n, tpb, cfg.head_dim)
-            self.pools[layer][ids] = data.permute(2, 1, 0, 3, 4)
+            self.pools[layer][ids] = self._prefill_blocks(request_id, layer, seed)
         self.evict_stale(request_id)
+
+    def matches_prefill(self, request_id: int, seed: int) -> bool:
+        """Whether the valid blocks hold, bit for bit, what the prefill wrote (the check a
+        generation rank runs on received KV)."""
+        for layer in self.layers:
+            expect = self._prefill_blocks(request_id, layer, seed)
+            n = self.config.valid_blocks(layer, self.lengths[request_id])
+            if not torch.equal(self.read(request_id, layer, self.heads), expect[len(expect) - n:]):
+                return False
+        return True
 
     def read(self, request_id: int, layer: int, heads: tuple[int, int]) -> torch.Tensor:
         """Valid blocks of one layer for global heads [start, stop): [n, kvf, h, tpb, dim]."""

@@ -1,0 +1,299 @@
+"""PyExecutor: the per-rank iteration loop of one instance (DESIGN 3.5), plain and overlap.
+
+One iteration, and the collectives each step issues (labels in quotes):
+  1. error sync, when in-flight cancel is on: world allreduce max ('error_sync'; ADP:
+     tp_allgather of votes);
+  2. fetch: ADP gathers rank states (tp_allgather 'rank_states'); rank 0 pops the queue and
+     broadcasts ('fetch_requests'); ADP keeps the requests routed to this DP rank;
+  3. context: prepare_context_requests ('ctx_consensus'); generation: poll transfers
+     (check_gen_transfer_status(0)); schedule (ADP: tp_allgather 'adp_balance'); admit
+     generation requests (request_and_receive_async); poll sends (check_context_transfer_status(0));
+  4. ADP: can-queue check (tp_allgather 'can_queue'); an empty DP rank runs a dummy batch;
+     gen-only benchmark mode: the fill gate (tp_cp_allgather 'benchmark_fill');
+  5. forward, sample, update; context: respond_and_send_async for finished prefills, then
+     check_context_transfer_status(0);
+  6. timeouts (ADP: tp_allgather 'timeouts'), responses (ADP: tp_gather 'responses', even
+     when empty), stats.
+The overlap loop launches forward(N) before the update of N-1: the same calls, one batch
+later. The PP loop lives in ``pp_loop.py``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..comm.distributed import Distributed
+from ..disagg.transceiver import KvCacheTransceiverV2
+from .config import ExecutorConfig
+from .kv_cache import KVCacheManager
+from .request import LlmRequest, LlmRequestState as S
+from .scheduler import schedule
+
+INSUFFICIENT_KV = "Insufficient KV cache for gen-only benchmark mode"
+
+
+class PyExecutor:
+    """One rank of one instance; ``role`` is ``ctx`` (prefill and send) or ``gen``."""
+
+    def __init__(self, dist: Distributed, kv: KVCacheManager, transceiver: KvCacheTransceiverV2,
+                 config: ExecutorConfig, requests: list[LlmRequest], sampler=None, seed: int = 0):
+        self.dist, self.kv, self.tc, self.config = dist, kv, transceiver, config
+        self.m = dist.mapping
+        self.role = dist.role
+        self.adp = self.m.enable_attention_dp
+        self.queue = deque(sorted(requests, key=lambda r: (r.arrival_iter, r.request_id))) \
+            if self.m.rank == 0 else deque()
+        self.num_total = len(requests)
+        self.num_fetched = 0
+        self.active: dict[int, LlmRequest] = {}
+        self.finished: list[LlmRequest] = []       # rank 0: every request's final record
+        self.sampler = sampler                     # the generation step (MTP), if any
+        self.seed = seed                           # what the prefill's KV values derive from
+        self.iter_counter = 0
+        self.shutdown = False
+        self.stats: list[dict] = []
+        self._prev_batch: list[LlmRequest] | None = None
+        self._stall_iters = 0
+        self._pending_responses: list[LlmRequest] = []
+        self.busy: set[int] = set()                # PP: requests in a micro-batch in flight
+        self.num_verified = 0                      # received KV equal to the prefill's
+        self.kv_mismatches: list[int] = []
+
+    # -- the loop ------------------------------------------------------------------------
+    def run(self) -> dict:
+        loop = self.config.loop_for(self.m.pp_size)
+        if loop == "pp":
+            from .pp_loop import PipelineLoop
+            pipeline = PipelineLoop(self)
+            step = pipeline.iteration
+        else:
+            def step():
+                self._iteration(overlap=loop == "overlap")
+        while not self.shutdown and self.iter_counter < self.config.max_iterations:
+            self.dist.set_iteration(self.iter_counter)
+            step()
+            self.iter_counter += 1
+        return self.report()
+
+    def _iteration(self, overlap: bool = False) -> None:
+        self.sync_errors()
+        self.admit(self.fetch_new_requests())
+        if self.shutdown:
+            return
+        self.prepare_and_poll()
+        batch = self.schedule_batch()
+        if not self.can_forward(batch):
+            batch = []
+        if overlap:
+            previous, self._prev_batch = self._prev_batch, batch
+            self.forward(batch)
+            if previous:
+                self.update(previous)
+        else:
+            self.forward(batch)
+            self.update(batch)
+        self.end_of_iteration()
+
+    # -- step 1: error sync --------------------------------------------------------------
+    def sync_errors(self) -> None:
+        if not self.config.enable_inflight_cancel:
+            return
+        vote = int(any(r.fault == "error" for r in self.active.values()))
+        if self.adp:
+            self.dist.tp_allgather(vote, label="error_sync")
+        else:
+            self.dist.allreduce(vote, op="max", label="error_sync")
+
+    # -- step 2: fetch -------------------------------------------------------------------
+    def _rank_states(self) -> list[int]:
+        if self.adp:
+            return self.dist.tp_allgather(len(self.active), label="rank_states")
+        return [len(self.active)]
+
+    def _pop_queue(self, busy: list[int]) -> dict:
+        """Rank 0: the requests that arrived by now, and whether the instance may stop."""
+        new = []
+        while self.queue and self.queue[0].arrival_iter <= self.iter_counter:
+            new.append(self.queue.popleft())
+        done = not self.queue and not new and not any(busy)
+        return {"new": new, "shutdown": done}
+
+    def fetch_new_requests(self) -> list[LlmRequest]:
+        busy = self._rank_states()
+        msg = self._pop_queue(busy) if self.m.rank == 0 else None
+        msg = self.dist.broadcast(msg, root=0, label="fetch_requests")
+        self.shutdown = msg["shutdown"]
+        return msg["new"]
+
+    def admit(self, new: list[LlmRequest]) -> None:
+        """Keep the requests routed to this rank (ADP: request i on DP rank i % dp)."""
+        self.num_fetched += len(new)
+        for req in new:
+            owner = req.gen_dp_rank if self.role == "gen" else req.ctx_dp_rank
+            if self.adp and owner != self.m.dp_rank:
+                continue
+            req.state = S.DISAGG_GENERATION_INIT if self.role == "gen" else S.CONTEXT_INIT
+            req.stamps["arrived"] = self.iter_counter
+            self.active[req.request_id] = req
+
+    # -- step 3: consensus, polls, schedule, admission ------------------------------------
+    def prepare_and_poll(self) -> None:
+        if self.role == "ctx":
+            waiting = [r for r in self.active.values() if r.state == S.CONTEXT_INIT]
+            self.tc.prepare_context_requests(waiting)
+        else:
+            completed, failed, cancelled = self.tc.check_gen_transfer_status(0)
+            for rid in completed:
+                req = self.active[rid]
+                req.stamps["transferred"] = self.iter_counter
+                if self.kv.matches_prefill(rid, self.seed):
+                    self.num_verified += 1
+                else:
+                    self.kv_mismatches.append(rid)
+                req.tokens.append(0)                # the context's first token
+                req.state = S.GENERATION_IN_PROGRESS
+                if req.num_generated >= req.max_new_tokens:
+                    req.state = S.GENERATION_COMPLETE
+                    self._finish(req)
+            for rid in failed:
+                self._finish(self.active[rid])
+            for req in cancelled:
+                self._finish(req)
+
+    def schedule_batch(self) -> list[LlmRequest]:
+        batch, admit = schedule(self.active.values(), self.kv, self.config, self.role, self.busy)
+        if self.adp:
+            self.dist.tp_allgather(len(batch), label="adp_balance")
+        for req in admit:                     # generation: allocate and open the receive
+            self.kv.add_sequence(req.request_id, req.prompt_len)
+            self.tc.request_and_receive_async(req)
+        for req in batch:                     # context: the prefill's blocks
+            if req.state == S.CONTEXT_INIT and not self.kv.has_sequence(req.request_id):
+                self.kv.add_sequence(req.request_id, req.prompt_len)
+        self.poll_sends()
+        return batch
+
+    def poll_sends(self) -> None:
+        """Context: check_context_transfer_status(0) and retire what finished sending."""
+        if self.role != "ctx":
+            return
+        completed, failed = self.tc.check_context_transfer_status(0)
+        for rid in completed:
+            self.active[rid].state = S.DISAGG_CONTEXT_COMPLETE
+            self._finish(self.active[rid])
+        for rid in failed:
+            self._finish(self.active[rid])
+        for req in [r for r in self.active.values() if r.state == S.CANCELLED]:
+            self._finish(req)
+
+    # -- step 4: can-queue and the benchmark fill gate ------------------------------------
+    def can_forward(self, batch: list[LlmRequest]) -> bool:
+        ok = True
+        if self.adp:
+            sizes = self.dist.tp_allgather(len(batch), label="can_queue")
+            # An empty DP rank runs a dummy request while others have work; nobody forwards
+            # when every DP rank is empty.
+            ok = any(sizes)
+        if self.role == "gen" and self.config.benchmark_fill != "off":
+            ok = ok and self._benchmark_fill_ready()
+        return ok
+
+    def _benchmark_fill_ready(self) -> bool:
+        waiting = [r for r in self.active.values() if r.state == S.DISAGG_GENERATION_INIT]
+        status = {
+            "fetched_all": self.num_fetched >= self.num_total,
+            "settled": not any(r.state in (S.DISAGG_GENERATION_INIT, S.DISAGG_TRANS_ERROR,
+                                           S.DISAGG_GENERATION_TRANS_IN_PROGRESS)
+                               for r in self.active.values()),
+            "transfers_done": self.tc.check_gen_transfer_complete(),
+            "unfit": [r.request_id for r in waiting if not self.kv.can_add_sequence(r.prompt_len)],
+        }
+        everyone = self.dist.tp_cp_allgather(status, label="benchmark_fill")
+        if all(s["fetched_all"] and s["settled"] and s["transfers_done"] for s in everyone):
+            self._stall_iters = 0
+            return True
+        stuck = all(s["fetched_all"] and s["transfers_done"] for s in everyone) and any(
+            s["unfit"] for s in everyone)
+        self._stall_iters = self._stall_iters + 1 if stuck else 0
+        limit = 1 if self.config.benchmark_fill == "fail_fast" else self.config.watchdog_iters
+        if self._stall_iters >= limit:
+            unfit = sorted({r for s in everyone for r in s["unfit"]})
+            raise RuntimeError(f"{INSUFFICIENT_KV}: in iteration {self.iter_counter} every "
+                               f"request is fetched, requests {unfit} fit in no rank's KV cache "
+                               f"({self.kv.num_free_blocks} free blocks here) and no transfer "
+                               f"is in progress to free any")
+        return False
+
+    # -- step 5: forward, sample, update --------------------------------------------------
+    def forward(self, batch: list[LlmRequest]) -> None:
+        self.stats.append({"iteration": self.iter_counter, "batch": len(batch),
+                           "ctx_tokens": sum(r.prompt_len for r in batch if r.state == S.CONTEXT_INIT),
+                           "gen_requests": sum(r.state == S.GENERATION_IN_PROGRESS for r in batch),
+                           "forward_ms": self.config.forward_ms if batch else 0.0})
+        if self.sampler is not None and self.role == "gen" and batch:
+            self.sampler.step(self, batch)
+
+    def update(self, batch: list[LlmRequest]) -> None:
+        for req in batch:
+            self.update_request(req)
+        self.poll_sends()
+
+    def update_request(self, req: LlmRequest, tokens: int | None = None) -> None:
+        """Account one forward of ``req``: a prefill (context) or ``tokens`` new tokens."""
+        if req.state == S.CONTEXT_INIT:
+            self.prefill(req)
+            self.send_kv(req)
+        elif req.state == S.GENERATION_IN_PROGRESS:
+            if tokens is None:
+                tokens = req.stamps.pop("accepted", 1)
+            tokens = min(tokens, req.max_new_tokens - req.num_generated)
+            self.kv.grow(req.request_id, req.seq_len + tokens)
+            req.tokens.extend([0] * tokens)
+            req.stamps.setdefault("first_gen", self.iter_counter)
+            req.stamps.setdefault("steps", 0)
+            req.stamps["steps"] += 1
+            if req.num_generated >= req.max_new_tokens:
+                req.state = S.GENERATION_COMPLETE
+                self._finish(req)
+
+    def prefill(self, req: LlmRequest) -> None:
+        """Context: the prefill wrote this stage's KV and produced the first token."""
+        self.kv.write_prefill(req.request_id, self.seed)
+        req.tokens.append(0)
+        req.stamps["prefilled"] = self.iter_counter
+
+    def send_kv(self, req: LlmRequest) -> None:
+        """Context: hand a finished prefill to the transceiver."""
+        self.tc.respond_and_send_async(req)
+
+    def _finish(self, req: LlmRequest) -> None:
+        req.stamps["finished"] = self.iter_counter
+        self.kv.free_resources(req.request_id)
+        self.active.pop(req.request_id, None)
+        self._pending_responses.append(req)
+
+    # -- step 6 --------------------------------------------------------------------------
+    def end_of_iteration(self) -> None:
+        timed_out = [r.request_id for r in self.active.values() if r.fault == "timeout"]
+        if self.adp:
+            self.dist.tp_allgather(timed_out, label="timeouts")
+        responses = [_record(r) for r in self._pending_responses]
+        self._pending_responses = []
+        if self.adp:
+            gathered = self.dist.tp_gather(responses, root=0, label="responses")
+            responses = [x for part in gathered for x in part] if gathered is not None else []
+        if self.m.rank == 0:
+            self.finished.extend(responses)
+
+    def report(self) -> dict:
+        return {"role": self.role, "rank": self.dist.rank, "iterations": self.iter_counter,
+                "finished": self.finished if self.m.rank == 0 else [],
+                "unfinished": sorted(self.active), "stats": self.stats,
+                "skipped_checks": self.tc.num_skipped_checks, "kv_bytes": self.tc.num_bytes,
+                "kv_verified": self.num_verified, "kv_mismatches": self.kv_mismatches}
+
+
+def _record(req: LlmRequest) -> dict:
+    """What a response carries back to the client (plain data)."""
+    return {"request_id": req.request_id, "state": req.state.value, "prompt_len": req.prompt_len,
+            "generated": req.num_generated, "stamps": dict(req.stamps)}
