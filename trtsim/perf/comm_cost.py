@@ -165,7 +165,7 @@ class HostGatherParams:
 # Fitted by benchmarks/bench_host_gather.py (gloo, 2/4/8 spawned processes, 16 B - 64 KB) on the
 # 2-core development VM on 2026-11-29; see docs/COST_MODEL.md for the run and its fit error.
 HOST_GATHER_MEASURED = HostGatherParams(
-    fixed_s=0.0, per_rank_s=952.8e-6, per_excess_rank_s=5027.1e-6, per_byte_s=0.0, cores=2,
+    fixed_s=0.0, per_rank_s=711.7e-6, per_excess_rank_s=4064.3e-6, per_byte_s=2.469e-9, cores=2,
     source="benchmarks/bench_host_gather.py, 2-core x86_64 VM, torch 2.13 gloo, 2026-11-29")
 
 
@@ -199,7 +199,7 @@ class TransceiverOverhead:
 
 
 # Python: prepare from TensorRT-LLM PR #12273 (avg prepare_args 0.424 ms after the host-perf
-# work, 10.3 ms before); poll measured by benchmarks/bench_host_gather.py's loop section.
+# work, 10.3 ms before); poll: 1.02 us measured by benchmarks/bench_host_gather.py's loop.
 PYTHON_TRANSCEIVER = TransceiverOverhead("python", prepare_s=0.424e-3, poll_s=1.0e-6)
 # C++: no public figure; estimates (see docs/COST_MODEL.md).
 CPP_TRANSCEIVER = TransceiverOverhead("cpp", prepare_s=0.1e-3, poll_s=0.05e-6)

@@ -122,7 +122,7 @@ class Hardware:
         return self.flops("bf16") / self.hbm_rate
 
 
-# Measured on one H200 of this workplace (2026-11-29, PyTorch 2.11, CUDA 13): 4.28 TB/s copy
+# Measured on one H200 SXM (2026-11-29, PyTorch 2.11, CUDA 13): 4.28 TB/s copy
 # (read+write, 0.89 of 4.8), weight-streaming bf16 GEMM (m <= 128, 264 MB) 3.72-3.82 TB/s
 # (0.78-0.80), 8192^3 bf16 GEMM 786 TFLOP/s (0.79), fp8 _scaled_mm 1431 TFLOP/s (0.72),
 # 0.92-0.94 us per tiny kernel in a replayed CUDA graph. The other GPUs reuse these fractions.

@@ -165,7 +165,8 @@ class CostModel:
         if self.kv_link not in ("nic", "nvlink"):
             raise ValueError(f"CostModel.kv_link={self.kv_link!r} must be 'nic' or 'nvlink'")
         if not 0 <= self.step_overhead_s < 1:
-            raise ValueError(f"CostModel.step_overhead_s={self.step_overhead_s!r} must be in [0, 1)")
+            raise ValueError(f"CostModel.step_overhead_s={self.step_overhead_s!r} "
+                             "must be in [0, 1)")
         if not 1 <= self.moe_imbalance < math.inf:
             raise ValueError(f"CostModel.moe_imbalance={self.moe_imbalance!r} must be >= 1")
         if isinstance(self.tokens_per_block, bool) or not isinstance(self.tokens_per_block, int) \
