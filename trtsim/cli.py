@@ -4,6 +4,8 @@ report is printed), 2 bad input (one line naming the file, field and value)."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
@@ -13,10 +15,50 @@ class BadInput(Exception):
     """Input the command cannot use; its message is the one line printed."""
 
 
+def parse_sets(items: list[str] | None, flag: str = "--set") -> dict:
+    """``key=value`` pairs into a dict of dotted keys and YAML-read values."""
+    from .scenario import parse_value
+    out = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise BadInput(f"{flag} {item!r}: expected key=value (e.g. transceiver.sticky_skip=guarded)")
+        out[key.strip()] = parse_value(value)
+    return out
+
+
+def _progress(line: str) -> None:
+    print(f"  ... {line}", file=sys.stderr, flush=True)
+
+
+def _write_json(path: str, data) -> None:
+    """Write JSON atomically: a reader never sees half a file."""
+    tmp = f"{path}.tmp"
+    try:
+        with open(tmp, "w") as f:
+            json.dump(data, f, indent=2, default=str)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise BadInput(f"--json {path}: cannot write ({exc.strerror})") from None
+
+
 def _cmd_topologies(args) -> int:
     from .topology import format_table
     print(format_table())
     return EXIT_OK
+
+
+def _cmd_run(args) -> int:
+    from .run import run
+    result = run(args.scenario, backend=args.backend, overrides=parse_sets(args.set),
+                 progress=_progress)
+    print(result.summary())
+    if args.census:
+        print()
+        print(result.census.table())
+    if args.json:
+        _write_json(args.json, result.to_dict())
+    return EXIT_OK if result.holds else EXIT_VIOLATION
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,15 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("topologies", help="list the topology ids of TRT-LLM's transceiver tests")
     p.set_defaults(func=_cmd_topologies)
+
+    p = sub.add_parser("run", help="run a scenario and report its verdict")
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--backend", choices=("inproc", "gloo", "nccl"), default=None)
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="override a scenario key (dotted), e.g. --set model.window=24")
+    p.add_argument("--census", action="store_true", help="print the collective census table")
+    p.add_argument("--json", metavar="FILE", help="write the full result as JSON")
+    p.set_defaults(func=_cmd_run)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from .scenario import ScenarioError
     try:
         return args.func(args)
-    except BadInput as exc:
+    except (BadInput, ScenarioError) as exc:
         print(f"trtsim: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

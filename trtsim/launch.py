@@ -57,17 +57,19 @@ def rank_places(instances: list[InstanceLayout]) -> list[RankPlace]:
 
 
 def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
-              config: LaunchConfig) -> LaunchOutcome:
-    """Run ``program(dist, *args)`` on every rank; the outcome carries results or the report."""
+              config: LaunchConfig, progress: Callable[[str], None] | None = None) -> LaunchOutcome:
+    """Run ``program(dist, *args)`` on every rank; the outcome carries results or the report.
+    ``progress`` receives a line about once a second on long runs."""
     places = rank_places(instances)
     if config.backend == "inproc":
-        world = InprocWorld(places, config.guard, config.seed, config.timeout, group_table(places))
+        world = InprocWorld(places, config.guard, config.seed, config.timeout, group_table(places),
+                            progress)
         return world.run(program, tuple(args))
     from .comm.torchrun import run_this_rank, under_torchrun
     if under_torchrun():
         return run_this_rank(places, program, tuple(args), config, group_table(places))
     from .comm.processes import run_processes
-    return run_processes(places, program, tuple(args), config, group_table(places))
+    return run_processes(places, program, tuple(args), config, group_table(places), progress)
 
 
 def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: bool = False,

@@ -96,7 +96,7 @@ class InprocWorld:
     """Shared state of all ranks of one inproc launch, and the hub that schedules them."""
 
     def __init__(self, places: list[RankPlace], guard: str, seed: int, timeout: float,
-                 lockstep_groups: dict):
+                 lockstep_groups: dict, progress=None):
         self.places = places
         self.guard = guard
         self.rng = random.Random(seed)
@@ -117,6 +117,8 @@ class InprocWorld:
         self.tracker = LockstepTracker(lockstep_groups) if guard != "off" else None
         self.steps = 0
         self.aborted = False
+        self.progress = progress
+        self._last_progress = time.monotonic()
 
     # -- scheduling ----------------------------------------------------------------------
     def run(self, program: Callable, args: tuple) -> LaunchOutcome:
@@ -166,8 +168,15 @@ class InprocWorld:
             r = self.runnable.pop(self.rng.randrange(len(self.runnable)))
             self.steps += 1
             glets[r].switch(self.resume.pop(r, None))
-            if self.steps & 63 == 0 and time.monotonic() > self.deadline:
-                self.error = self._timeout_error()
+            if self.steps & 63 == 0:
+                now = time.monotonic()
+                if now > self.deadline:
+                    self.error = self._timeout_error()
+                elif self.progress is not None and now - self._last_progress >= 1.0:
+                    self._last_progress = now
+                    self.progress(f"iteration {max(self.iterations.values())}, "
+                                  f"{len(self.finished)}/{len(glets)} ranks done, "
+                                  f"{self.steps} switches")
         if self.error is None and len(self.finished) < len(glets):
             states = self.snapshot()
             stuck = find_deadlock(states)

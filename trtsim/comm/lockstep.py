@@ -138,7 +138,8 @@ def divergence_error(div: Divergence, recs: list[CallRecord]) -> CollectiveMisma
     """A lockstep mismatch naming both groups, the call and the iteration."""
     ranks = tuple(sorted(set(div.group_ranks) | set(div.other_ranks)))
     name = f"{div.group_kind}_{div.op}"
-    summary = (f"{div.group_kind} groups {list(div.group_ranks)} and {list(div.other_ranks)} "
+    where = f"{div.instance} " if div.instance else ""
+    summary = (f"{where}{div.group_kind} groups {list(div.group_ranks)} and {list(div.other_ranks)} "
                f"diverge in iteration {div.iteration}: {list(div.group_ranks)} entered {name} "
                f"{div.label!r} which {list(div.other_ranks)} did not")
     explanation = (f"ranks {list(div.other_ranks)} skipped {name} {div.label!r} in iteration "

@@ -23,7 +23,7 @@ import torch.distributed as tdist
 from .distributed import RankPlace
 from .errors import CollectiveError, CollectiveTimeout, RankFailed
 from .inproc import LaunchOutcome
-from .ledger import READY_NS, Ledger
+from .ledger import ITERATION, READY_NS, Ledger
 from .lockstep import replay_lockstep
 from .monitor import DeadlockMonitor
 from .torchdist import failed_report, rank_main
@@ -66,7 +66,7 @@ def _picklable(what: str, obj: Any, backend: str) -> bytes:
 
 
 def run_processes(places: list[RankPlace], program: Callable, args: tuple, config,
-                  group_table: dict) -> LaunchOutcome:
+                  group_table: dict, progress=None) -> LaunchOutcome:
     """Run ``program(dist, *args)`` in one spawned process per rank."""
     program_blob = _picklable("rank program", program, config.backend)
     args_blob = _picklable("args", args, config.backend)
@@ -90,7 +90,8 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
                 wakeups))
             p.start()
             procs.append(p)
-        watch = _Watch(places, procs, results_q, DeadlockMonitor(ledger, groups_of), config)
+        watch = _Watch(places, procs, results_q, DeadlockMonitor(ledger, groups_of), config,
+                       progress)
         outcome = watch.run()
         outcome.extras = [{"pid": procs[r].pid,
                            "ready_s": (int(ledger.state[r, READY_NS]) - start_ns) / 1e9
@@ -109,9 +110,10 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
 class _Watch:
     """The launcher's loop over results, reports, deaths, deadlocks and the clock."""
 
-    def __init__(self, places, procs, results_q, monitor: DeadlockMonitor, config):
+    def __init__(self, places, procs, results_q, monitor: DeadlockMonitor, config, progress=None):
         self.places, self.procs, self.q, self.monitor, self.config = places, procs, results_q, \
             monitor, config
+        self.progress = progress
         n = len(places)
         self.results: list[Any] = [None] * n
         self.census: list[dict] = [{} for _ in range(n)]
@@ -121,12 +123,18 @@ class _Watch:
 
     def run(self) -> LaunchOutcome:
         deadline = time.monotonic() + self.config.timeout
+        last_progress = time.monotonic()
         n = len(self.places)
         while len(self.done) < n and self.error is None:
             if not self._take(timeout=0.01):
                 self.error = self.monitor.poll() or self._dead_rank()
-            if self.error is None and time.monotonic() > deadline:
+            now = time.monotonic()
+            if self.error is None and now > deadline:
                 self.error = self._timeout()
+            if self.progress is not None and now - last_progress >= 1.0:
+                last_progress = now
+                its = self.monitor.ledger.state[:, ITERATION]
+                self.progress(f"iteration {int(its.max())}, {len(self.done)}/{n} ranks done")
         divergences, lock_err = replay_lockstep(self.places, self.logs)
         if self.error is None and self.config.guard == "lockstep":
             self.error = lock_err

@@ -41,6 +41,7 @@ class TransceiverConfig:
     outcome: str = "packed"             # one gather of all three lists, or three gathers
     timeout_iters: int | None = None    # a session older than this is reported timed out
     runtime: str = "python"             # python | cpp: what the cost model charges per poll
+    async_consensus: bool = False       # ctx PP consensus as p2p messages round the ring
 
     def __post_init__(self) -> None:
         if self.sticky_skip not in STICKY_VARIANTS:

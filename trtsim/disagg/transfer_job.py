@@ -92,13 +92,26 @@ def _assemble(results: list[dict], request_id: int, layer: int) -> torch.Tensor 
     return torch.cat([by_heads[h] for h in sorted(by_heads)], dim=2)
 
 
+def completed_everywhere(results: list[dict]) -> set[int]:
+    """Requests every holding rank of an instance reports complete."""
+    states: dict[int, set[str]] = {}
+    for res in results:
+        for rid, state in res["states"].items():
+            states.setdefault(rid, set()).add(state)
+    return {rid for rid, s in states.items()
+            if s <= {"disagg_generation_trans_complete", "disagg_context_complete"}}
+
+
 def verify_transfer(job: TransferJob, ctx_results: list[dict], gen_results: list[dict]):
-    """(verified, problems): every completed request's blocks equal on both sides."""
+    """(verified, problems): every request completed on every holder (unless a fault was
+    injected into it), and its blocks are equal on both sides, bit for bit."""
     problems = []
-    done = set.intersection(*(set(r["completed"]) for r in gen_results)) if gen_results else set()
-    handled = {rid for r in gen_results for rid in r["states"]}
-    for rid in sorted(handled):
+    done = completed_everywhere(gen_results)
+    for rid in range(len(job.requests)):
         if rid not in done:
+            if rid not in job.faults:
+                problems.append(f"request {rid}: the transfer did not complete on every "
+                                "generation rank")
             continue
         for layer in range(job.kv.num_layers):
             ctx_full = _assemble(ctx_results, rid, layer)

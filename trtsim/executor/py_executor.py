@@ -141,24 +141,26 @@ class PyExecutor:
         if self.role == "ctx":
             waiting = [r for r in self.active.values() if r.state == S.CONTEXT_INIT]
             self.tc.prepare_context_requests(waiting)
-        else:
-            completed, failed, cancelled = self.tc.check_gen_transfer_status(0)
-            for rid in completed:
-                req = self.active[rid]
-                req.stamps["transferred"] = self.iter_counter
-                if self.kv.matches_prefill(rid, self.seed):
-                    self.num_verified += 1
-                else:
-                    self.kv_mismatches.append(rid)
-                req.tokens.append(0)                # the context's first token
-                req.state = S.GENERATION_IN_PROGRESS
-                if req.num_generated >= req.max_new_tokens:
-                    req.state = S.GENERATION_COMPLETE
-                    self._finish(req)
-            for rid in failed:
-                self._finish(self.active[rid])
-            for req in cancelled:
+        # The executor polls both directions whatever its role, as the runtime does: a pure
+        # context worker's receive check (and a generation worker's send check) is where
+        # the sticky short-circuit saves its gathers.
+        completed, failed, cancelled = self.tc.check_gen_transfer_status(0)
+        for rid in completed:
+            req = self.active[rid]
+            req.stamps["transferred"] = self.iter_counter
+            if self.kv.matches_prefill(rid, self.seed):
+                self.num_verified += 1
+            else:
+                self.kv_mismatches.append(rid)
+            req.tokens.append(0)                # the context's first token
+            req.state = S.GENERATION_IN_PROGRESS
+            if req.num_generated >= req.max_new_tokens:
+                req.state = S.GENERATION_COMPLETE
                 self._finish(req)
+        for rid in failed:
+            self._finish(self.active[rid])
+        for req in cancelled:
+            self._finish(req)
 
     def schedule_batch(self) -> list[LlmRequest]:
         batch, admit = schedule(self.active.values(), self.kv, self.config, self.role, self.busy)
@@ -174,9 +176,7 @@ class PyExecutor:
         return batch
 
     def poll_sends(self) -> None:
-        """Context: check_context_transfer_status(0) and retire what finished sending."""
-        if self.role != "ctx":
-            return
+        """check_context_transfer_status(0) (every role) and retire what finished sending."""
         completed, failed = self.tc.check_context_transfer_status(0)
         for rid in completed:
             self.active[rid].state = S.DISAGG_CONTEXT_COMPLETE

@@ -27,10 +27,14 @@ def check_int(name: str, t: torch.Tensor) -> None:
 
 def same_device(*named: tuple[str, torch.Tensor | None]) -> torch.device:
     """The device shared by all given tensors (None entries are skipped)."""
-    devices = {(n, t.device) for n, t in named if t is not None}
-    first = next(iter(devices))[1]
-    for n, d in devices:
-        check(d == first, f"{n} is on {d}, expected {first} like the other inputs")
+    first = None
+    for n, t in named:
+        if t is None:
+            continue
+        if first is None:
+            first = t.device
+        elif t.device != first:
+            raise ValueError(f"{n} is on {t.device}, expected {first} like the other inputs")
     return first
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -61,44 +62,89 @@ def source(name: str) -> str:
 
 
 def arch_of(device: torch.device) -> int:
-    major, minor = torch.cuda.get_device_capability(device)
-    return 10 * major + minor
+    """Compute capability of ``device`` as an integer (90 for sm_90)."""
+    return _arch(device_index(device))
+
+
+def compile_options(arch: int) -> tuple[str, ...]:
+    """NVRTC options for compute capability ``arch`` (e.g. 90). CuPy appends its own target
+    and ``-ftz=true``; the kernels keep IEEE subnormals where it matters by writing that
+    arithmetic in PTX and comparing values through integer keys (common.cuh)."""
+    clusters = 1 if arch >= 90 else 0  # thread-block clusters and DSMEM exist from sm_90
+    return (f"-arch=sm_{arch}", "--std=c++17", "--fmad=false", f"-DTRTSIM_HAS_CLUSTERS={clusters}")
 
 
 @functools.lru_cache(maxsize=None)
-def _module(name: str, arch: int, name_expressions: tuple[str, ...], device_index: int):
+def _module(name: str, arch: int, name_expressions: tuple[str, ...], device_index: int,
+            defines: tuple[str, ...] = ()):
     cupy = import_cupy()
-    defines = ["-DTRTSIM_HAS_CLUSTERS=1" if arch >= 90 else "-DTRTSIM_HAS_CLUSTERS=0"]
-    options = (f"-arch=sm_{arch}", "--std=c++17", "--fmad=false", *defines)
     with cupy.cuda.Device(device_index):
-        module = cupy.RawModule(code=source(name), options=options,
+        module = cupy.RawModule(code=source(name), options=compile_options(arch) + defines,
                                 name_expressions=name_expressions)
         module.compile()
     return module
 
 
-def get_kernel(name: str, expr: str, device: torch.device, group: tuple[str, ...] = ()):
+def get_kernel(name: str, expr: str, device: torch.device, group: tuple[str, ...] = (),
+               defines: tuple[str, ...] = ()):
     """The kernel ``expr`` (a name expression such as ``"foo<float>"``) of ``kernels/<name>``,
     compiled for ``device``. ``group`` lists name expressions compiled into the same module
-    (those used together for one dtype); ``expr`` is added to it."""
+    (those used together for one dtype); ``expr`` is added to it. ``defines`` ("-DNAME=VALUE")
+    override a source's tuning macros."""
     exprs = tuple(dict.fromkeys((*group, expr)))
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    module = _module(name, arch_of(device), exprs, index)
-    return module.get_function(expr)
+    index = device_index(device)
+    return _function(name, _arch(index), exprs, index, expr, tuple(defines))
+
+
+@functools.lru_cache(maxsize=None)
+def _function(name: str, arch: int, exprs: tuple[str, ...], index: int, expr: str,
+              defines: tuple[str, ...]):
+    """(RawKernel, the device's cupy Function or None), looked up once."""
+    cupy = import_cupy()
+    raw = _module(name, arch, exprs, index, defines).get_function(expr)
+    with cupy.cuda.Device(index):
+        fn = getattr(raw, "kernel", None)
+    return raw, fn
+
+
+def device_index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+@functools.lru_cache(maxsize=None)
+def _arch(index: int) -> int:
+    major, minor = torch.cuda.get_device_capability(index)
+    return 10 * major + minor
+
+
+def _current_stream_ptr(index: int) -> int:
+    """cudaStream_t of torch's current stream on device ``index``."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # what Triton's launcher uses
+    return raw(index) if raw is not None else torch.cuda.current_stream(index).cuda_stream
 
 
 @functools.lru_cache(maxsize=64)
-def _external_stream(ptr: int, device_index: int):
-    return import_cupy().cuda.ExternalStream(ptr, device_index)
+def _external_stream(ptr: int, index: int):
+    with warnings.catch_warnings():  # newer CuPy prefers Stream.from_external; same object
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return import_cupy().cuda.ExternalStream(ptr, index)
 
 
 def launch(kernel, grid, block, args, device: torch.device, shared_mem: int = 0) -> None:
-    """Launch ``kernel`` on torch's current stream of ``device``."""
+    """Launch ``kernel`` (from get_kernel) on torch's current stream of ``device``.
+
+    The fast path calls CuPy's Function directly with the stream (no context managers: this
+    runs once per kernel call and its cost is host time on the critical path)."""
+    raw, fn = kernel
+    index = device_index(device)
+    stream = _external_stream(_current_stream_ptr(index), index)
+    grid, block, args = tuple(grid), tuple(block), tuple(args)
+    if fn is not None and torch.cuda.current_device() == index:
+        fn(grid, block, args, shared_mem, stream)
+        return
     cupy = import_cupy()
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    stream = torch.cuda.current_stream(index)
-    with cupy.cuda.Device(index), _external_stream(stream.cuda_stream, index):
-        kernel(tuple(grid), tuple(block), tuple(args), shared_mem=shared_mem)
+    with cupy.cuda.Device(index), stream:
+        raw(grid, block, args, shared_mem=shared_mem)
 
 
 def ptr(t: torch.Tensor | None) -> np.uint64:

@@ -9,6 +9,9 @@ from numba import njit
 
 from . import cuda_loader as cl
 from .common import argmax_f32, as_i32, check, check_float, np_f32, np_i32, same_device
+from .sample_accept import cluster_size
+
+MAX_WIDTH = 64  # max_spec_len + 1: the greedy path keeps one (key, index) pair per draft
 
 
 def rejection_sample(draft_token_ids: torch.Tensor, num_draft_tokens: torch.Tensor,
@@ -59,6 +62,7 @@ def rejection_sample(draft_token_ids: torch.Tensor, num_draft_tokens: torch.Tens
     if max_spec_len is None:
         max_spec_len = int(num_draft_tokens.max()) if bsz else 0
     width = int(max_spec_len) + 1
+    check(width <= MAX_WIDTH, f"max_spec_len: {width - 1} > {MAX_WIDTH - 1}")
     if device.type == "cpu":
         check(int(num_draft_tokens.sum()) == t, f"num_draft_tokens: sum != {t} drafts")
         check(bsz == 0 or int(num_draft_tokens.max()) < width,
@@ -136,10 +140,17 @@ def _cuda(draft, num_draft, draft_probs, target, bonus, uniform, noise, width, g
     out = torch.empty((bsz, width), dtype=torch.int32, device=device)
     if bsz == 0:
         return out
-    kernel = cl.get_kernel("rejection.cu", f"rejection_sample<{cl.CUDA_TYPE[target.dtype]}>",
-                           device)
+    arch = cl.arch_of(device)
+    cs = cluster_size(bsz, device, arch)
+    ty = cl.CUDA_TYPE[target.dtype]
+    names = [f"rejection_c{c}<{ty}>" for c in ((1, 2, 4, 8) if arch >= 90 else (1,))]
+    kernel = cl.get_kernel("rejection.cu", f"rejection_c{cs}<{ty}>", device, tuple(names))
+    elt = target.element_size()
+    vec4 = (v % 4 == 0 and target.data_ptr() % (4 * elt) == 0
+            and (draft_probs is None or draft_probs.data_ptr() % (4 * elt) == 0)
+            and (noise is None or noise.data_ptr() % 16 == 0))
     args = (cl.ptr(draft), cl.ptr(num_draft), cl.ptr(draft_probs), cl.ptr(target), cl.ptr(bonus),
             cl.ptr(uniform), cl.ptr(noise), np.int32(v), np.int32(width), np.int32(int(greedy)),
-            cl.ptr(out))
-    cl.launch(kernel, (bsz,), (512,), args, device)
+            np.int32(int(vec4)), cl.ptr(out))
+    cl.launch(kernel, (bsz * cs,), (512,), args, device)
     return out

@@ -83,30 +83,33 @@ def _cpu(logits, draft, num_context, num_gen, k):
 
 
 def cluster_size(num_requests: int, device: torch.device, arch: int) -> int:
-    """Blocks per request: enough that the grid covers about two blocks per SM."""
+    """Blocks per request: a cluster of up to 8 when the requests alone don't cover the SMs."""
     if arch < 90:
         return 1
-    sms = cl.num_sms(device.index if device.index is not None else torch.cuda.current_device())
+    sms = cl.num_sms(cl.device_index(device))
     cs = 1
-    while cs < 8 and num_requests * cs < 2 * sms:
+    while cs < 8 and num_requests * cs < sms:
         cs *= 2
     return cs
 
 
-def _cuda(logits, draft, num_context, num_gen, k):
+def _cuda(logits, draft, num_context, num_gen, k, cluster=None, block=512, defines=()):
+    """Launch the fused kernel; ``cluster``/``block``/``defines`` override the tuning (tests and
+    benchmarks; ``block`` must match SA_BLOCK in ``defines``)."""
     check(logits.stride(1) == 1, "logits: the vocabulary dimension must be contiguous")
     device = logits.device
     r_total = num_context + num_gen
-    accepted = torch.empty((r_total, k + 1), dtype=torch.int32, device=device)
-    num = torch.empty(r_total, dtype=torch.int32, device=device)
+    out = torch.empty(r_total * (k + 2), dtype=torch.int32, device=device)  # one allocation
+    accepted, num = out[:r_total * (k + 1)].view(r_total, k + 1), out[r_total * (k + 1):]
     if r_total == 0:
         return accepted, num
     arch = cl.arch_of(device)
-    cs = cluster_size(r_total, device, arch)
+    cs = cluster or cluster_size(r_total, device, arch)
     ty = cl.CUDA_TYPE[logits.dtype]
     names = [f"sample_accept_c{c}<{ty}>" for c in ((1, 2, 4, 8) if arch >= 90 else (1,))]
-    kernel = cl.get_kernel("sample_accept.cu", f"sample_accept_c{cs}<{ty}>", device, tuple(names))
+    kernel = cl.get_kernel("sample_accept.cu", f"sample_accept_c{cs}<{ty}>", device, tuple(names),
+                           tuple(defines))
     args = (cl.ptr(logits), np.int64(logits.stride(0)), np.int32(logits.shape[1]), cl.ptr(draft),
             np.int32(num_context), np.int32(k), cl.ptr(accepted), cl.ptr(num))
-    cl.launch(kernel, (r_total * cs,), (512,), args, device)
+    cl.launch(kernel, (r_total * cs,), (block,), args, device)
     return accepted, num
