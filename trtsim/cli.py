@@ -93,3 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("trtsim: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:            # `trtsim run ... | head`: the reader left
+        sys.stderr.close()
+        return EXIT_OK

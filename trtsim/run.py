@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .census import Census
+from .comm.lockstep import summarize
 from .comm.errors import CollectiveDeadlock, CollectiveError, CollectiveMismatch
 from .disagg.transceiver import DisaggPeers
 from .disagg.transfer_job import (TransferJob, completed_everywhere, transfer_program,
@@ -61,9 +62,10 @@ class RunResult:
                  f"backend {s.backend}, guard {s.guard}, seed {s.seed}", verdict]
         lines += [f"note: {n}" for n in self.notes]
         for d in self.divergence[:8]:
+            times = f" (and in {d['iterations'] - 1} later iterations)" if d["iterations"] > 1 else ""
             lines.append(f"divergence (legal per group): {d['instance']} {d['kind']} group "
                          f"{d['group_ranks']} entered {d['kind']}_{d['op']} {d['label']!r} in "
-                         f"iteration {d['iteration']}, group {d['other_ranks']} did not")
+                         f"iteration {d['iteration']}{times}, group {d['other_ranks']} did not")
         if len(self.divergence) > 8:
             lines.append(f"... {len(self.divergence) - 8} more divergences")
         lines += [f"kv problem: {p}" for p in self.problems[:8]]
@@ -127,7 +129,7 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
         else:
             kv_verified, problems, metrics = _serving_metrics(results, n_ctx, s)
     return RunResult(s, verdict_of(out.error), out.error, metrics, census, kv_verified,
-                     [d.to_dict() for d in out.divergences], out.notes, problems, wall)
+                     summarize(out.divergences), out.notes, problems, wall)
 
 
 def _transfer_metrics(results: list[dict], n_ctx: int) -> dict:
@@ -155,6 +157,7 @@ def _serving_metrics(results: list[dict], n_ctx: int, s: Scenario):
         "completed": len(completed),
         "failed": sum(f["state"] == "disagg_trans_error" for f in gen_done),
         "cancelled": sum(f["state"] == "cancelled" for f in gen_done),
+        "unfinished": len({rid for r in gen for rid in r["unfinished"]}),
         "ctx_iterations": max(r["iterations"] for r in ctx),
         "gen_iterations": max(r["iterations"] for r in gen),
         "output_tokens": sum(f["generated"] for f in completed),

@@ -168,6 +168,14 @@ class InprocWorld:
             r = self.runnable.pop(self.rng.randrange(len(self.runnable)))
             self.steps += 1
             glets[r].switch(self.resume.pop(r, None))
+            if self.steps & 1023 == 0 and len(self.runnable) < len(glets) - len(self.finished):
+                # Some ranks are blocked while others still run: a stuck set does not depend
+                # on the running ranks, so it can be reported now instead of when they end.
+                states = self.snapshot()
+                stuck = find_deadlock(states)
+                if stuck:
+                    self.error = deadlock_error(states, stuck)
+                    break
             if self.steps & 63 == 0:
                 now = time.monotonic()
                 if now > self.deadline:

@@ -31,12 +31,26 @@ class Divergence:
     other_ranks: tuple[int, ...]       # the group that did not
     label: str | None
     op: str
-    iteration: int
+    iteration: int                     # the first iteration it was seen in
 
     def to_dict(self) -> dict:
         return {"instance": self.instance, "kind": self.group_kind,
                 "group_ranks": list(self.group_ranks), "other_ranks": list(self.other_ranks),
                 "label": self.label, "op": self.op, "iteration": self.iteration}
+
+
+def summarize(divergences: list[Divergence]) -> list[dict]:
+    """One entry per (instance, kind, group pair, label, op): the first iteration and in how
+    many iterations it recurred (PP loops diverge by design every iteration)."""
+    out: dict[tuple, dict] = {}
+    for d in divergences:
+        key = (d.instance, d.group_kind, d.group_ranks, d.other_ranks, d.label, d.op)
+        entry = out.get(key)
+        if entry is None:
+            out[key] = dict(d.to_dict(), iterations=1)
+        else:
+            entry["iterations"] += 1
+    return list(out.values())
 
 
 @dataclass

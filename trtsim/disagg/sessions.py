@@ -56,6 +56,11 @@ class _Session:
     def has_failed(self) -> bool:
         return self.status == SessionStatus.FAILED
 
+    @property
+    def is_done(self) -> bool:
+        """Completed, failed or cancelled here: ready for consensus."""
+        return self.status != SessionStatus.TRANSFERRING
+
     def cancel(self) -> None:
         self.status = SessionStatus.CANCELLED
 

@@ -164,11 +164,9 @@ class KvCacheTransceiverV2:
         peers = self.peers
         pieces = [p for p in plan_request(peers.ctx, peers.gen, self.kv.config, req.ctx_dp_rank,
                                           req.gen_dp_rank) if p.gen_rank == self.dist.rank]
-        fault = req.fault if req.fault and req.fault.startswith("gen_") else None
         self.recv_sessions[req.request_id] = RxSession(
             self.dist, self.kv, peers.ctx_name, req.request_id, req.prompt_len, pieces,
-            fault[4:] if fault and self._is_fault_rank(req, peers.gen, req.gen_dp_rank) else None,
-            self.config.timeout_iters)
+            self._receive_fault(req, pieces), self.config.timeout_iters)
         self.recv_reqs[req.request_id] = req
         req.state = LlmRequestState.DISAGG_GENERATION_TRANS_IN_PROGRESS
 
@@ -214,6 +212,18 @@ class KvCacheTransceiverV2:
         return len(self.send_sessions) + len(self.recv_sessions)
 
     # -- shared --------------------------------------------------------------------------
+    def _receive_fault(self, req: LlmRequest, pieces) -> str | None:
+        """The fault this rank's receive sees: its own (gen_*), or the sender's (ctx_*: the
+        receivers of the failing context rank's pieces see the failure or cancel message)."""
+        fault = req.fault or ""
+        if fault.startswith("gen_") and self._is_fault_rank(req, self.peers.gen, req.gen_dp_rank):
+            return fault[4:]
+        if fault.startswith("ctx_") and fault[4:] in ("fail", "cancel"):
+            sender = min(holders(self.peers.ctx, req.ctx_dp_rank))
+            if any(p.ctx_rank == sender for p in pieces):
+                return fault[4:]
+        return None
+
     def _is_fault_rank(self, req: LlmRequest, spec: InstanceSpec, dp_rank: int) -> bool:
         """Faults strike one rank (the lowest holder), so only consensus can spread them."""
         return self.dist.rank == min(holders(spec, dp_rank))
@@ -224,7 +234,7 @@ class KvCacheTransceiverV2:
         in the runtime) and return the ids done locally."""
         for session in sessions.values():
             session.wait_complete(blocking=False)
-        return [rid for rid, s in sessions.items() if s.is_completed() or s.has_failed()]
+        return [rid for rid, s in sessions.items() if s.is_done]
 
     @staticmethod
     def _to_process(sessions: dict, consensus: list[int], wait_num: int, block_all: bool):

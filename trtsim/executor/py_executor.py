@@ -27,7 +27,7 @@ from ..disagg.transceiver import KvCacheTransceiverV2
 from .config import ExecutorConfig
 from .kv_cache import KVCacheManager
 from .request import LlmRequest, LlmRequestState as S
-from .scheduler import schedule
+from .scheduler import fits, free_blocks, schedule
 
 INSUFFICIENT_KV = "Insufficient KV cache for gen-only benchmark mode"
 
@@ -200,13 +200,14 @@ class PyExecutor:
 
     def _benchmark_fill_ready(self) -> bool:
         waiting = [r for r in self.active.values() if r.state == S.DISAGG_GENERATION_INIT]
+        free = free_blocks(self.active.values(), self.kv)
         status = {
             "fetched_all": self.num_fetched >= self.num_total,
             "settled": not any(r.state in (S.DISAGG_GENERATION_INIT, S.DISAGG_TRANS_ERROR,
                                            S.DISAGG_GENERATION_TRANS_IN_PROGRESS)
                                for r in self.active.values()),
             "transfers_done": self.tc.check_gen_transfer_complete(),
-            "unfit": [r.request_id for r in waiting if not self.kv.can_add_sequence(r.prompt_len)],
+            "unfit": [r.request_id for r in waiting if not fits(r, free, self.kv)],
         }
         everyone = self.dist.tp_cp_allgather(status, label="benchmark_fill")
         if all(s["fetched_all"] and s["settled"] and s["transfers_done"] for s in everyone):
@@ -220,7 +221,7 @@ class PyExecutor:
             unfit = sorted({r for s in everyone for r in s["unfit"]})
             raise RuntimeError(f"{INSUFFICIENT_KV}: in iteration {self.iter_counter} every "
                                f"request is fetched, requests {unfit} fit in no rank's KV cache "
-                               f"({self.kv.num_free_blocks} free blocks here) and no transfer "
+                               f"({free} free blocks here) and no transfer "
                                f"is in progress to free any")
         return False
 

@@ -13,15 +13,25 @@ _IN_FLIGHT = (S.DISAGG_GENERATION_TRANS_IN_PROGRESS, S.DISAGG_GENERATION_TRANS_C
               S.GENERATION_IN_PROGRESS)
 
 
+def free_blocks(active: Iterable[LlmRequest], kv: KVCacheManager) -> int:
+    """Blocks free once every admitted request's whole sequence is reserved."""
+    return kv.num_free_blocks - sum(
+        kv.blocks_needed(r.prompt_len + r.max_new_tokens) - kv.blocks_needed(r.seq_len)
+        for r in active if r.state in _IN_FLIGHT)
+
+
+def fits(req: LlmRequest, free: int, kv: KVCacheManager) -> bool:
+    """Whether a waiting generation request's whole sequence fits in ``free`` blocks."""
+    return kv.blocks_needed(req.prompt_len + req.max_new_tokens) <= free
+
+
 def schedule(active: Iterable[LlmRequest], kv: KVCacheManager, config: ExecutorConfig,
              role: str, busy: set[int] = frozenset()) -> tuple[list[LlmRequest], list[LlmRequest]]:
     """(batch to forward, generation requests to admit) under max_batch_size, max_num_tokens
     and the KV blocks each request may still need (no eviction: a request is admitted only if
     its whole sequence fits). ``busy`` requests are in a PP micro-batch already in flight."""
     reqs = sorted(active, key=lambda r: (r.arrival_iter, r.request_id))
-    free = kv.num_free_blocks - sum(
-        kv.blocks_needed(r.prompt_len + r.max_new_tokens) - kv.blocks_needed(r.seq_len)
-        for r in reqs if r.state in _IN_FLIGHT)
+    free = free_blocks(reqs, kv)
     batch, tokens = [], 0
     if role == "ctx":
         for r in reqs:
@@ -44,10 +54,9 @@ def schedule(active: Iterable[LlmRequest], kv: KVCacheManager, config: ExecutorC
     for r in reqs:
         if r.state != S.DISAGG_GENERATION_INIT:
             continue
-        need = kv.blocks_needed(r.prompt_len + r.max_new_tokens)
-        if in_flight >= config.max_batch_size or need > free:
+        if in_flight >= config.max_batch_size or not fits(r, free, kv):
             break
         admit.append(r)
         in_flight += 1
-        free -= need
+        free -= kv.blocks_needed(r.prompt_len + r.max_new_tokens)
     return batch, admit
