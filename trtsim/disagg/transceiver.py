@@ -26,10 +26,13 @@ from ..executor.kv_cache import KVCacheManager
 from ..executor.request import LlmRequest, LlmRequestState
 from ..topology import InstanceSpec
 from .consensus import combine_outcomes, find_consensus_request_ids
+from .ring_consensus import RingConsensus
 from .sessions import RxSession, SessionStatus, TxSession, WaitResult
 from .transfer_plan import holders, plan_request
 
 STICKY_VARIANTS = ("off", "conservative", "unguarded", "guarded")
+_OUTCOME = {SessionStatus.COMPLETED: "completed", SessionStatus.FAILED: "failed",
+            SessionStatus.CANCELLED: "cancelled"}
 OUTCOME_MODES = ("packed", "separate")
 
 
@@ -85,6 +88,11 @@ class KvCacheTransceiverV2:
         self.recv_reqs: dict[int, LlmRequest] = {}
         self.num_bytes = 0
         self.num_skipped_checks = 0
+        # Asynchronous consensus (context TP1/PP>1): a ballot round the ring replaces the
+        # blocking pp_allgathers of the context side.
+        self._ring = RingConsensus(dist) if (
+            config.async_consensus and dist.role == "ctx" and self.ctx_need_pp_sync
+            and not self.ctx_need_tp_sync) else None
         # Instance init: every rank learns the instance name and the others' endpoints.
         self.instance_name = dist.broadcast(f"{dist.instance}-{id(self)}" if dist.rank == 0 else None,
                                             root=0, label="instance_name")
@@ -122,7 +130,7 @@ class KvCacheTransceiverV2:
         if self.ctx_need_tp_sync:
             ready = find_consensus_request_ids(
                 self.dist.tp_allgather(ready, label="ctx_consensus"), self.mapping.tp_size)
-        if self.ctx_need_pp_sync:
+        if self.ctx_need_pp_sync and self._ring is None:
             ready = find_consensus_request_ids(
                 self.dist.pp_allgather(ready, label="ctx_consensus"), self.mapping.pp_size)
         return ready
@@ -140,6 +148,8 @@ class KvCacheTransceiverV2:
             self.num_skipped_checks += 1
             return [], []
         block_all = at_least_request_num is None
+        if self._ring is not None:
+            return self._check_context_async(block_all, mark_complete)
         done = self._progress(self.send_sessions)
         to_process = self._to_process(self.send_sessions, self._ctx_consensus(done),
                                       at_least_request_num or 0, block_all)
@@ -149,6 +159,28 @@ class KvCacheTransceiverV2:
             ([self.dist.pp_allgather] if self.ctx_need_pp_sync else [])
         cancelled, failed, completed = self._agree(to_process, (cancelled, failed, completed),
                                                    gathers, "ctx_outcome")
+        for rid in completed:
+            if mark_complete:
+                self.send_reqs[rid].state = LlmRequestState.DISAGG_CONTEXT_COMPLETE
+        self._close(self.send_sessions, self.send_reqs, completed, failed, cancelled)
+        return completed, failed
+
+    def _check_context_async(self, block_all: bool, mark_complete: bool):
+        """check_context_transfer_status with the ring ballot instead of the PP gathers."""
+        if block_all:
+            for session in self.send_sessions.values():
+                session.wait_complete(blocking=True)
+        self._progress(self.send_sessions)
+        local = {rid: _OUTCOME[s.status] for rid, s in self.send_sessions.items() if s.is_done}
+        decided = self._ring.step(local)
+        while block_all and any(rid not in decided for rid in self.send_sessions):
+            decided.update(self._ring.step(local, blocking=True))
+        if block_all and self._ring.first:
+            self._ring.step({})      # announce the decisions to the other stages
+        mine = {rid: o for rid, o in decided.items() if rid in self.send_sessions}
+        completed = [rid for rid, o in mine.items() if o == "completed"]
+        failed = [rid for rid, o in mine.items() if o == "failed"]
+        cancelled = [rid for rid, o in mine.items() if o == "cancelled"]
         for rid in completed:
             if mark_complete:
                 self.send_reqs[rid].state = LlmRequestState.DISAGG_CONTEXT_COMPLETE
