@@ -46,6 +46,7 @@ def main():
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})   # one core
+    __import__("torch").set_num_threads(1)    # no OpenMP workers spinning on that one core
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, python "
           f"{platform.python_version()}, torch {__import__('torch').__version__}, one core")
     print(f"{'ranks':>5} {'layout':>8} {'guard':>8} {'rank calls/s':>13} {'group coll/s':>13}")

@@ -48,8 +48,16 @@ def _cmd_topologies(args) -> int:
     return EXIT_OK
 
 
+def _single_threaded_torch() -> None:
+    """The simulator's tensors are small and the inproc ranks share one thread: torch's
+    intra-op pool only adds OpenMP spinning (an order of magnitude on a busy machine)."""
+    import torch
+    torch.set_num_threads(1)
+
+
 def _cmd_run(args) -> int:
     from .run import run
+    _single_threaded_torch()
     result = run(args.scenario, backend=args.backend, overrides=parse_sets(args.set),
                  progress=_progress)
     print(result.summary())

@@ -211,6 +211,9 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
     """Entry point of one spawned rank process."""
     _die_with_parent()
     os.environ.update(SAFE_ENV)
+    # Many ranks share few cores: one intra-op thread each, or OpenMP workers spin against
+    # each other (and against gloo's threads).
+    torch.set_num_threads(1)
     ledger = Ledger.attach(ledger_name, len(places), wakeups)
     status = FAILED
     try:

@@ -3,6 +3,8 @@ prefix of drafts that equals the targets, plus the bonus (golden) token."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 from numba import njit
@@ -93,6 +95,15 @@ def cluster_size(num_requests: int, device: torch.device, arch: int) -> int:
     return cs
 
 
+@functools.lru_cache(maxsize=None)
+def _kernel(dtype: torch.dtype, cs: int, index: int, defines: tuple[str, ...]):
+    device = torch.device("cuda", index)
+    ty = cl.CUDA_TYPE[dtype]
+    group = tuple(f"sample_accept_c{c}<{ty}>"
+                  for c in ((1, 2, 4, 8) if cl.arch_of(device) >= 90 else (1,)))
+    return cl.get_kernel("sample_accept.cu", f"sample_accept_c{cs}<{ty}>", device, group, defines)
+
+
 def _cuda(logits, draft, num_context, num_gen, k, cluster=None, block=512, defines=()):
     """Launch the fused kernel; ``cluster``/``block``/``defines`` override the tuning (tests and
     benchmarks; ``block`` must match SA_BLOCK in ``defines``)."""
@@ -103,12 +114,9 @@ def _cuda(logits, draft, num_context, num_gen, k, cluster=None, block=512, defin
     accepted, num = out[:r_total * (k + 1)].view(r_total, k + 1), out[r_total * (k + 1):]
     if r_total == 0:
         return accepted, num
-    arch = cl.arch_of(device)
-    cs = cluster or cluster_size(r_total, device, arch)
-    ty = cl.CUDA_TYPE[logits.dtype]
-    names = [f"sample_accept_c{c}<{ty}>" for c in ((1, 2, 4, 8) if arch >= 90 else (1,))]
-    kernel = cl.get_kernel("sample_accept.cu", f"sample_accept_c{cs}<{ty}>", device, tuple(names),
-                           tuple(defines))
+    index = cl.device_index(device)
+    cs = cluster or cluster_size(r_total, device, cl.arch_of(device))
+    kernel = _kernel(logits.dtype, cs, index, tuple(defines))
     args = (cl.ptr(logits), np.int64(logits.stride(0)), np.int32(logits.shape[1]), cl.ptr(draft),
             np.int32(num_context), np.int32(k), cl.ptr(accepted), cl.ptr(num))
     cl.launch(kernel, (r_total * cs,), (block,), args, device)
