@@ -43,6 +43,12 @@ class RankPlace:
     def global_rank(self) -> int:
         return self.offset + self.mapping.rank
 
+    @property
+    def name(self) -> str:
+        """``gen rank 3`` in a deployment, ``rank 3`` in a plain launch."""
+        return f"{self.instance} rank {self.mapping.rank}" if self.instance else \
+            f"rank {self.mapping.rank}"
+
     def to_global(self, local_ranks) -> tuple[int, ...]:
         return tuple(self.offset + r for r in local_ranks)
 

@@ -219,7 +219,8 @@ class InprocWorld:
             for msg in queue:
                 pending_sends.setdefault(src, []).append((dst, tag))
         return {r: RankState(r, self.status[r], self.blocked_call[r], self.posted[r],
-                             tuple(pending_sends.get(r, ())), self.iterations[r])
+                             tuple(pending_sends.get(r, ())), self.iterations[r],
+                             self.places[r].name)
                 for r in range(len(self.places))}
 
     def block(self, r: int, rec: CallRecord) -> Any:

@@ -195,7 +195,8 @@ class Ledger:
     def versions(self) -> np.ndarray:
         return self.state[:, VERSION].copy()
 
-    def snapshot(self, groups_of: list[dict[str, tuple[int, ...]]]) -> dict[int, RankState]:
+    def snapshot(self, groups_of: list[dict[str, tuple[int, ...]]],
+                 names: list[str] | None = None) -> dict[int, RankState]:
         """Every rank's state as the wait-for analysis reads it."""
         out = {}
         for r in range(self.num_ranks):
@@ -211,5 +212,6 @@ class Ledger:
                       for kind in KINDS}
             npend = int(self.state[r, NUM_PENDING])
             pending = tuple((int(d), int(t)) for d, t in self.pending[r, :npend])
-            out[r] = RankState(r, status, call, posted, pending, int(self.state[r, ITERATION]))
+            out[r] = RankState(r, status, call, posted, pending, int(self.state[r, ITERATION]),
+                               names[r] if names else "")
         return out

@@ -20,9 +20,11 @@ from .waitfor import deadlock_error, find_deadlock
 class DeadlockMonitor:
     """``poll()`` returns a CollectiveDeadlock once one is certain, else None."""
 
-    def __init__(self, ledger: Ledger, groups_of: list[dict], interval: float = 0.02):
+    def __init__(self, ledger: Ledger, groups_of: list[dict], interval: float = 0.02,
+                 names: list[str] | None = None):
         self.ledger = ledger
         self.groups_of = groups_of
+        self.names = names
         self.interval = interval
         self._last_poll = 0.0
         self._candidate: tuple[frozenset, dict] | None = None   # (stuck ranks, their versions)
@@ -35,7 +37,7 @@ class DeadlockMonitor:
         self._last_poll = now
         self.num_polls += 1
         versions = self.ledger.versions()
-        states = self.ledger.snapshot(self.groups_of)
+        states = self.ledger.snapshot(self.groups_of, self.names)
         if any(versions != self.ledger.versions()):
             self._candidate = None            # rows moved during the read: look again later
             return None
@@ -52,4 +54,4 @@ class DeadlockMonitor:
         return None
 
     def states(self):
-        return self.ledger.snapshot(self.groups_of)
+        return self.ledger.snapshot(self.groups_of, self.names)

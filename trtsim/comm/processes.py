@@ -90,8 +90,8 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
                 wakeups))
             p.start()
             procs.append(p)
-        watch = _Watch(places, procs, results_q, DeadlockMonitor(ledger, groups_of), config,
-                       progress)
+        monitor = DeadlockMonitor(ledger, groups_of, names=[p.name for p in places])
+        watch = _Watch(places, procs, results_q, monitor, config, progress)
         outcome = watch.run()
         outcome.extras = [{"pid": procs[r].pid,
                            "ready_s": (int(ledger.state[r, READY_NS]) - start_ns) / 1e9

@@ -115,7 +115,7 @@ class StoreLedger:
         return np.array([pickle.loads(self.store.get(self._state_key(r)))[1]
                          for r in range(self.num_ranks)])
 
-    def snapshot(self, groups_of: list[dict]) -> dict[int, RankState]:
+    def snapshot(self, groups_of: list[dict], names: list[str] | None = None) -> dict[int, RankState]:
         out = {}
         for r in range(self.num_ranks):
             status_code, _, iteration, pending = pickle.loads(self.store.get(self._state_key(r)))
@@ -124,7 +124,8 @@ class StoreLedger:
             if status == BLOCKED:
                 call = pickle.loads(self.store.get(f"{self.prefix}/call/{r}"))
             posted = {(k, groups_of[r][k]): self._slot(r, k)[0] for k in KINDS}
-            out[r] = RankState(r, status, call, posted, tuple(pending), iteration)
+            out[r] = RankState(r, status, call, posted, tuple(pending), iteration,
+                               names[r] if names else "")
         return out
 
 

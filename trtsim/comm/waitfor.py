@@ -30,6 +30,12 @@ class RankState:
     posted: dict[tuple, int] = field(default_factory=dict)
     pending_sends: tuple[tuple[int, int], ...] = ()   # (dst global rank, tag)
     iteration: int = 0                                # the rank's executor iteration now
+    name: str = ""                                    # "gen rank 3" in a deployment
+
+    @property
+    def label(self) -> str:
+        """How reports name this rank."""
+        return self.name or (rank_name(self.call) if self.call is not None else f"rank {self.rank}")
 
     @property
     def is_finished(self) -> bool:
@@ -79,21 +85,17 @@ def deadlock_error(states: dict[int, RankState],
     call = calls[focus]
     details = []
     for r, waited in stuck.items():
-        who = ", ".join(f"{rank_name(w)} ({states[w].status})" for w in waited)
+        who = ", ".join(f"{states[w].label} ({states[w].status})" for w in waited)
         details.append(f"{rank_name(calls[r])} waits in {calls[r].short()} for {who}")
     finished = sorted(r for r, s in states.items() if s.status == DONE)
     if finished:
-        details.append("finished: " + ", ".join(rank_name(_record_or_rank(states[r])) for r in finished))
+        details.append("finished: " + ", ".join(states[r].label for r in finished))
     summary = (f"{len(stuck)} rank{'s' if len(stuck) > 1 else ''} blocked with no way to proceed "
                f"(first: {rank_name(calls[first])} in {calls[first].short()})")
     involved = set(stuck) | {w for ws in stuck.values() for w in ws}
     return CollectiveDeadlock(summary, group_kind=call.group_kind, group_ranks=call.group_ranks,
                               ranks=tuple(sorted(involved)), calls=calls, details=tuple(details),
                               explanation=explanation)
-
-
-def _record_or_rank(state: RankState):
-    return state.call if state.call is not None else state.rank
 
 
 def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) -> tuple[str, int]:
@@ -103,7 +105,7 @@ def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) ->
         call = states[r].call
         for w in waited:
             if not call.is_p2p and states[w].iteration > call.iteration:
-                return (f"{rank_name(_record_or_rank(states[w]))} left iteration {call.iteration} "
+                return (f"{states[w].label} left iteration {call.iteration} "
                         f"without entering {call.short()} (it is in iteration "
                         f"{states[w].iteration} now): it skipped the call its peers wait in", r)
     # 1. A receive whose sender sends with another tag.
@@ -117,7 +119,7 @@ def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) ->
                 tags.append(peer.call.tag)
             if tags:
                 return (f"{rank_name(call)} waits for tag {call.tag} from "
-                        f"{rank_name(peer.call or peer.rank)}, which sends tag {tags[0]}: "
+                        f"{peer.label}, which sends tag {tags[0]}: "
                         "p2p tag mismatch", r)
     # 2. Waiting on a rank that already returned: an early exit (or skipped final calls).
     for r, waited in stuck.items():
@@ -127,7 +129,7 @@ def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) ->
             waiting = [x for x, ws in stuck.items() if set(gone) & set(ws)]
             names = ", ".join(rank_name(states[x].call) for x in waiting)
             verb = "failed" if states[gone[0]].status == FAILED else "returned"
-            return (f"{rank_name(_record_or_rank(states[gone[0]]))} {verb} while {names} "
+            return (f"{states[gone[0]].label} {verb} while {names} "
                     f"wait{'s' if len(waiting) == 1 else ''} in {call.short()} it never "
                     f"entered: it exited early or skipped its last calls", r)
     # 3. A cycle in the wait-for graph.

@@ -8,7 +8,7 @@ import torch
 from numba import njit
 
 from . import cuda_loader as cl
-from .common import as_i32, check, np_i32, same_device
+from .common import as_i32, check, same_device
 from .hidden_ring import _bytes_rows
 
 
