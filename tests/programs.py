@@ -166,3 +166,28 @@ def busy_loop(dist):
         while True:
             pass
     dist.barrier()
+
+
+# -- GPU programs (process backend, nccl) ---------------------------------------------------
+def gpu_tensors(dist):
+    """All-reduces and gathers of CUDA tensors, and a PP ring of activations on the GPU."""
+    x = torch.arange(4, dtype=torch.float32, device=dist.device) + dist.rank
+    out = [dist.tp_allreduce(x, op="sum").cpu(), dist.pp_allgather(x)[0].cpu()]
+    if dist.pp_size > 1:
+        act = torch.full((2, 3), float(dist.rank), device=dist.device)
+        if dist.mapping.is_first_pp_rank:
+            dist.send_tensor(act, dist.mapping.next_pp_rank, tag=1)
+        else:
+            buf = torch.empty(2, 3, device=dist.device)
+            out.append(dist.recv_tensor(buf, dist.mapping.prev_pp_rank, tag=1).cpu())
+    return [str(dist.device)] + out
+
+
+def gpu_skip(dist):
+    """skip_pp_allgather with CUDA tensors in between."""
+    for it in range(3):
+        dist.set_iteration(it)
+        dist.tp_allreduce(torch.ones(2, device=dist.device), label="logits")
+        if not (dist.rank == 2 and it == 1):
+            dist.pp_allgather(dist.rank, label="gen_consensus")
+    return dist.rank

@@ -231,8 +231,8 @@ class PyExecutor:
                            "ctx_tokens": sum(r.prompt_len for r in batch if r.state == S.CONTEXT_INIT),
                            "gen_requests": sum(r.state == S.GENERATION_IN_PROGRESS for r in batch),
                            "forward_ms": self.config.forward_ms if batch else 0.0})
-        if self.sampler is not None and self.role == "gen" and batch:
-            self.sampler.step(self, batch)
+        if self.sampler is not None and self.role == "gen" and batch and self.m.is_last_pp_rank:
+            self.sampler.step(self, batch)        # only the last PP stage samples
 
     def update(self, batch: list[LlmRequest]) -> None:
         for req in batch:
