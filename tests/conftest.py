@@ -5,3 +5,5 @@ spin), slowing the inproc backend by an order of magnitude."""
 import torch
 
 torch.set_num_threads(1)
+
+pytest_plugins = ["pytester"]

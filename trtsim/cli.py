@@ -69,6 +69,16 @@ def _cmd_run(args) -> int:
     return EXIT_OK if result.holds else EXIT_VIOLATION
 
 
+def _cmd_explore(args) -> int:
+    from .explore import explore
+    _single_threaded_torch()
+    result = explore(args.scenario, examples=args.examples, seed=args.seed,
+                     vary=tuple(args.vary or ("topology",)), overrides=parse_sets(args.set),
+                     out_dir=args.out, progress=_progress)
+    print(result.summary())
+    return EXIT_VIOLATION if result.found else EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trtsim", description="Launch every rank of a disaggregated deployment and check "
@@ -86,6 +96,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--census", action="store_true", help="print the collective census table")
     p.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("explore", help="search varied scenarios for a violation, shrink it and "
+                       "write it as a replayable scenario")
+    p.add_argument("scenario", help="scenario YAML file")
+    p.add_argument("--examples", type=int, default=200, help="variants to try (default 200)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--vary", action="append", metavar="KEY",
+                   help="a key to vary (repeatable): topology, workload.requests, seed, "
+                   "model.window, workload.dp_offset, transceiver.sticky_skip, deployment, "
+                   "workload")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="fixed overrides")
+    p.add_argument("--out", metavar="DIR", help="write the counterexample scenario here")
+    p.set_defaults(func=_cmd_explore)
     return parser
 
 
@@ -95,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     from .scenario import ScenarioError
     try:
         return args.func(args)
-    except (BadInput, ScenarioError) as exc:
+    except (BadInput, ScenarioError, ValueError) as exc:
         print(f"trtsim: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

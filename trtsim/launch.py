@@ -21,6 +21,7 @@ class LaunchConfig:
     guard: str = "strict"
     seed: int = 0
     timeout: float = 60.0
+    delays: tuple[tuple[int, float], ...] = ()     # (global rank, seconds before each call)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -31,6 +32,10 @@ class LaunchConfig:
             raise ValueError(f"seed={self.seed!r} must be an integer")
         if not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
             raise ValueError(f"timeout={self.timeout!r} must be a positive number of seconds")
+        for rank, seconds in self.delays:
+            if not isinstance(rank, int) or rank < 0 or not seconds >= 0:
+                raise ValueError(f"delays: {rank!r}: {seconds!r} must map a rank >= 0 to "
+                                 "seconds >= 0")
 
 
 @dataclass(frozen=True)
@@ -42,7 +47,8 @@ class InstanceLayout:
     spec: InstanceSpec
 
 
-def rank_places(instances: list[InstanceLayout]) -> list[RankPlace]:
+def rank_places(instances: list[InstanceLayout],
+                delays: tuple[tuple[int, float], ...] = ()) -> list[RankPlace]:
     """Every rank of the launch, numbered globally in instance order."""
     offsets, start = [], 0
     for inst in instances:
@@ -52,7 +58,11 @@ def rank_places(instances: list[InstanceLayout]) -> list[RankPlace]:
     for inst, (_, offset, size) in zip(instances, offsets):
         for r in range(size):
             places.append(RankPlace(inst.spec.mapping(r), inst.name, offset, tuple(offsets),
-                                    inst.role))
+                                    inst.role, dict(delays).get(offset + r, 0.0)))
+    world = len(places)
+    for rank, _ in delays:
+        if rank >= world:
+            raise ValueError(f"delays: rank {rank} out of range for {world} ranks")
     return places
 
 
@@ -60,7 +70,7 @@ def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
               config: LaunchConfig, progress: Callable[[str], None] | None = None) -> LaunchOutcome:
     """Run ``program(dist, *args)`` on every rank; the outcome carries results or the report.
     ``progress`` receives a line about once a second on long runs."""
-    places = rank_places(instances)
+    places = rank_places(instances, config.delays)
     if config.backend == "inproc":
         world = InprocWorld(places, config.guard, config.seed, config.timeout, group_table(places),
                             progress)

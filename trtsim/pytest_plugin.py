@@ -60,6 +60,21 @@ def pytest_collection_modifyitems(config, items) -> None:
 
 
 @pytest.fixture
+def trtsim_explore():
+    """``trtsim_explore(scenario, vary=..., examples=..., **kw)``: the test fails with the
+    shrunk counterexample and its report when exploration finds a violation."""
+    from .explore import explore
+
+    def search(scenario, **kwargs):
+        result = explore(scenario, **kwargs)
+        if result.found:
+            pytest.fail(result.summary(), pytrace=False)
+        return result
+
+    return search
+
+
+@pytest.fixture
 def trtsim_launch():
     """``trtsim_launch(prog, **launch_kwargs)``: the per-rank results, or the test fails
     with the guard's report."""

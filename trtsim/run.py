@@ -105,14 +105,16 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
     peers = DisaggPeers("ctx", dep.ctx, "gen", dep.gen)
     instances = [InstanceLayout("ctx", "ctx", dep.ctx), InstanceLayout("gen", "gen", dep.gen)]
     if isinstance(s.workload, TransferWorkload):
-        job = TransferJob(peers, s.kv, s.workload.requests, s.transceiver, s.seed, s.faults)
+        job = TransferJob(peers, s.kv, s.workload.requests, s.transceiver, s.seed, s.faults,
+                          s.workload.dp_offset)
         program = transfer_program
     else:
         job = ServingJob(peers, s.kv, s.workload, s.executor, s.transceiver, s.seed, s.faults,
                          s.speculative)
         program = serving_program
     t0 = time.perf_counter()
-    out = run_ranks(instances, program, (job,), LaunchConfig(s.backend, s.guard, s.seed, s.timeout),
+    out = run_ranks(instances, program, (job,),
+                    LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays),
                     progress=progress)
     wall = time.perf_counter() - t0
     n_ctx = dep.ctx.world_size

@@ -50,6 +50,7 @@ class TransferWorkload:
     """TRT-LLM's transfer test: one request per prompt length (DESIGN 3.2: 30, 60, 80)."""
 
     requests: tuple[int, ...] = (30, 60, 80)
+    dp_offset: int = 0          # attention DP: request i on DP rank (i + dp_offset) % tp
 
     def __post_init__(self) -> None:
         if not self.requests or any(not isinstance(n, int) or n < 1 for n in self.requests):
@@ -74,6 +75,7 @@ class Scenario:
     speculative: object | None = None
     faults: dict[int, str] = field(default_factory=dict)
     expect: str = "ok"          # the verdict this scenario reproduces; the run holds if equal
+    delays: tuple[tuple[int, float], ...] = ()     # global rank -> seconds before each call
     source: str = "<dict>"
     raw: dict = field(default_factory=dict, compare=False)
 
@@ -84,7 +86,8 @@ class Scenario:
 
 # -- schema --------------------------------------------------------------------------------
 _TOP = {"name", "description", "topology", "deployment", "backend", "guard", "seed", "timeout",
-        "model", "workload", "transceiver", "executor", "speculative", "faults", "expect"}
+        "model", "workload", "transceiver", "executor", "speculative", "faults", "expect",
+        "delays"}
 VERDICTS = ("ok", "mismatch", "deadlock", "failed")
 _MODEL = {"num_kv_heads", "head_dim", "tokens_per_block", "max_seq_len", "window", "dtype",
           "num_layers"}
@@ -147,7 +150,7 @@ _EXECUTOR_TYPES = {"loop": str, "max_iterations": int, "max_batch_size": int,
                    "forward_ms": float}
 _TRANSCEIVER_TYPES = {"sticky_skip": str, "outcome": str, "timeout_iters": int, "runtime": str,
                       "async_consensus": bool}
-_SERVING_TYPES = {"num_requests": int, "arrival_interval": int, "seed": int}
+_SERVING_TYPES = {"num_requests": int, "arrival_interval": int, "seed": int, "dp_offset": int}
 
 
 def set_dotted(raw: dict, key: str, value) -> None:
@@ -227,6 +230,7 @@ def resolve(raw: dict, source: str) -> Scenario:
         speculative = _build(source, "speculative", SpecConfig, spec_raw, SpecConfig.TYPES)
     faults = _faults(source, raw.get("faults") or {}, _request_count(workload))
     expect = _typed(source, "expect", raw.get("expect", "ok"), str)
+    delays = _delays(source, raw.get("delays") or {}, deployment.world_size)
     if expect not in VERDICTS:
         raise _err(source, "expect", expect, f"is not one of {', '.join(VERDICTS)}")
     return Scenario(name=_typed(source, "name", raw.get("name", os.path.basename(source)), str),
@@ -234,6 +238,7 @@ def resolve(raw: dict, source: str) -> Scenario:
                     deployment=deployment, kv=kv, workload=workload, backend=backend,
                     guard=guard, seed=seed, timeout=float(timeout), transceiver=transceiver,
                     executor=executor, speculative=speculative, faults=faults, expect=expect,
+                    delays=delays,
                     source=source, raw=raw)
 
 
@@ -291,24 +296,38 @@ def _model(source: str, raw: dict, dep: Deployment) -> KvCacheConfig:
 
 def _workload(source: str, raw: dict, seed: int):
     w = dict(_section(source, raw, "workload", {"kind", "requests", "num_requests", "input_len",
-                                                  "output_len", "arrival_interval", "seed"}))
+                                                  "output_len", "arrival_interval", "seed",
+                                                  "dp_offset"}))
     kind = w.pop("kind", "transfer")
     if kind not in WORKLOAD_KINDS:
         raise _err(source, "workload.kind", kind, f"is not one of {', '.join(WORKLOAD_KINDS)}")
     if kind == "transfer":
-        extra = set(w) - {"requests"}
+        extra = set(w) - {"requests", "dp_offset"}
         if extra:
             k = sorted(extra)[0]
             raise _err(source, f"workload.{k}", w[k], "is not a key of a transfer workload "
-                       "(requests)")
+                       "(requests, dp_offset)")
         if "requests" in w and not isinstance(w["requests"], (list, tuple)):
             raise _err(source, "workload.requests", w["requests"], "must be a list of lengths")
-        return _build(source, "workload", TransferWorkload, w, {})
+        return _build(source, "workload", TransferWorkload, w, {"dp_offset": int})
     if "requests" in w:
         raise _err(source, "workload.requests", w["requests"],
                    "is a transfer key; a serving workload takes num_requests, input_len, ...")
     w.setdefault("seed", seed)
     return _build(source, "workload", ServingWorkload, w, _SERVING_TYPES)
+
+
+def _delays(source: str, raw, world: int) -> tuple[tuple[int, float], ...]:
+    if not isinstance(raw, dict):
+        raise _err(source, "delays", raw, "must map a global rank to milliseconds")
+    out = []
+    for rank, ms in raw.items():
+        if not isinstance(rank, int) or not 0 <= rank < world:
+            raise _err(source, f"delays.{rank}", ms, f"names no rank (0..{world - 1})")
+        if not isinstance(ms, (int, float)) or isinstance(ms, bool) or ms < 0:
+            raise _err(source, f"delays.{rank}", ms, "must be milliseconds >= 0")
+        out.append((rank, ms / 1000.0))
+    return tuple(sorted(out))
 
 
 FAULT_KINDS = ("ctx_fail", "ctx_cancel", "gen_fail", "gen_cancel", "timeout", "error")

@@ -38,6 +38,7 @@ class RankPlace:
     offset: int = 0
     offsets: tuple[tuple[str, int, int], ...] = ()   # (instance, offset, world_size)
     role: str = ""                                  # "ctx" | "gen" | "" (plain launch)
+    delay: float = 0.0                              # seconds of extra work before each call
 
     @property
     def global_rank(self) -> int:
@@ -73,6 +74,7 @@ class Transport(Protocol):
     def send(self, rec: CallRecord, payload: Any, blocking: bool) -> Any: ...
     def recv(self, rec: CallRecord, buffer: Any, blocking: bool) -> Any: ...
     def set_iteration(self, iteration: int) -> None: ...
+    def delay(self, seconds: float) -> None: ...
 
 
 class Distributed:
@@ -212,6 +214,8 @@ class Distributed:
         if reduce_op is not None and reduce_op not in REDUCE_OPS:
             raise ValueError(f"{kind}_{op}: op={reduce_op!r}; expected one of "
                              f"{', '.join(REDUCE_OPS)}")
+        if self.place.delay:
+            self._transport.delay(self.place.delay)
         key = (kind, group)
         self._seq[key] += 1
         # Host objects legally differ between members, so only their kind is compared;
@@ -231,6 +235,8 @@ class Distributed:
     def _p2p(self, op: str, payload, peer, tag: int, label, blocking: bool = True):
         other = self.place.peer_global(peer)
         me = self.place.global_rank
+        if self.place.delay:
+            self._transport.delay(self.place.delay)
         if other == me:
             raise ValueError(f"{op}: peer {peer!r} is this rank itself")
         sending = "send" in op

@@ -392,3 +392,11 @@ class _InprocTransport:
     def set_iteration(self, iteration: int) -> None:
         self._check()
         self.world.set_iteration(self.rank, iteration)
+
+    def delay(self, seconds: float) -> None:
+        """A slow rank: it gives up its turn one scheduling tick per millisecond, so every
+        other runnable rank may move first (deterministic in the seed, no wall time)."""
+        for _ in range(max(1, round(seconds * 1000))):
+            self._check()
+            self.world.wake(self.rank, None)
+            self.world.yield_to_hub()

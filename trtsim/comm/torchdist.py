@@ -107,6 +107,9 @@ class TorchTransport:
     def set_iteration(self, iteration: int) -> None:
         self.ledger.set_iteration(self.rank, iteration)
 
+    def delay(self, seconds: float) -> None:
+        time.sleep(seconds)
+
     # -- helpers -------------------------------------------------------------------------
     def _stage_p2p(self) -> bool:
         return self.groups["world"].stage_cuda

@@ -18,7 +18,7 @@ from ..comm.distributed import Distributed
 from ..executor.kv_cache import KVCacheManager, KvCacheConfig
 from ..executor.request import LlmRequest
 from .transceiver import DisaggPeers, KvCacheTransceiverV2, TransceiverConfig
-from .transfer_plan import holders
+from .transfer_plan import dp_owner, holders
 
 
 @dataclass(frozen=True)
@@ -31,14 +31,13 @@ class TransferJob:
     transceiver: TransceiverConfig = TransceiverConfig()
     seed: int = 0
     faults: dict[int, str] = field(default_factory=dict)   # request index -> "ctx_fail", ...
+    dp_offset: int = 0
 
     def request(self, i: int) -> LlmRequest:
-        ctx, gen = self.peers.ctx, self.peers.gen
         return LlmRequest(
             request_id=i, prompt_len=self.requests[i],
-            ctx_dp_rank=i % ctx.tp_size if ctx.enable_attention_dp else 0,
-            gen_dp_rank=i % gen.tp_size if gen.enable_attention_dp else 0,
-            fault=self.faults.get(i))
+            ctx_dp_rank=dp_owner(self.peers.ctx, i, self.dp_offset),
+            gen_dp_rank=dp_owner(self.peers.gen, i, self.dp_offset), fault=self.faults.get(i))
 
 
 def transfer_program(dist: Distributed, job: TransferJob) -> dict:

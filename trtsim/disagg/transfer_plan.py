@@ -27,6 +27,12 @@ class Piece:
     heads: tuple[int, int]        # global KV heads [start, stop)
 
 
+def dp_owner(spec: InstanceSpec, request_index: int, offset: int = 0) -> int:
+    """The DP rank the disaggregated router gives request i: (i + offset) % tp under
+    attention DP (DESIGN 3.2 uses offset 0), 0 without it."""
+    return (request_index + offset) % spec.tp_size if spec.enable_attention_dp else 0
+
+
 def holders(spec: InstanceSpec, dp_rank: int) -> list[int]:
     """Ranks of an instance that hold a request owned by ``dp_rank`` (every PP stage)."""
     ranks = range(spec.world_size)

@@ -77,6 +77,7 @@ class ServingWorkload:
     output_len: int | tuple[int, int] = 8
     arrival_interval: int = 1
     seed: int = 0
+    dp_offset: int = 0          # attention DP: request i on DP rank (i + dp_offset) % tp
 
     def __post_init__(self) -> None:
         _positive("num_requests", self.num_requests)

@@ -9,6 +9,7 @@ from ..disagg.transceiver import DisaggPeers, KvCacheTransceiverV2, TransceiverC
 from .config import ExecutorConfig, ServingWorkload
 from .kv_cache import KVCacheManager, KvCacheConfig
 from .py_executor import PyExecutor
+from ..disagg.transfer_plan import dp_owner
 from .request import LlmRequest
 
 
@@ -28,13 +29,12 @@ class ServingJob:
     def requests(self) -> list[LlmRequest]:
         """Fresh request objects, as the disaggregated server hands them to both instances:
         request i arrives at iteration i * interval, its DP owners chosen as i % tp."""
-        ctx, gen = self.peers.ctx, self.peers.gen
+        ctx, gen, off = self.peers.ctx, self.peers.gen, self.workload.dp_offset
         out = []
         for i, (inp, outp) in enumerate(self.workload.lengths()):
             out.append(LlmRequest(
                 request_id=i, prompt_len=inp, max_new_tokens=outp,
-                ctx_dp_rank=i % ctx.tp_size if ctx.enable_attention_dp else 0,
-                gen_dp_rank=i % gen.tp_size if gen.enable_attention_dp else 0,
+                ctx_dp_rank=dp_owner(ctx, i, off), gen_dp_rank=dp_owner(gen, i, off),
                 arrival_iter=i * self.workload.arrival_interval, fault=self.faults.get(i)))
         return out
 

@@ -1,0 +1,95 @@
+"""Exploration: find the asymmetric collective without being told where, shrink it to the
+smallest layout, write a scenario that replays to the same report."""
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+
+import trtsim
+from trtsim import strategies as tst
+from trtsim.explore import explore
+from trtsim.run import run
+
+UNGUARDED = {"transceiver.sticky_skip": "unguarded", "guard": "lockstep"}
+
+
+@pytest.fixture(scope="module")
+def found(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ex")
+    return explore("scenarios/kv_transfer.yaml", examples=200, seed=0,
+                   vary=("topology", "workload.requests"), overrides=UNGUARDED, out_dir=str(out))
+
+
+def test_finds_and_shrinks_to_the_smallest_layout(found):
+    assert found.found and isinstance(found.error, trtsim.CollectiveMismatch)
+    assert found.scenario == {"topology": "tp2_pp2_dp_both", "workload.requests": [1]}
+    assert trtsim.topology(found.scenario["topology"]).ctx.world_size == 4
+
+
+def test_written_scenario_replays_to_the_same_report(found):
+    replay = run(found.path)
+    assert replay.verdict == "mismatch"
+    assert str(replay.error) == str(found.error)
+    cli = subprocess.run([sys.executable, "-m", "trtsim", "run", found.path], capture_output=True,
+                         text=True, timeout=120)
+    assert cli.returncode == 1 and str(found.error).splitlines()[0] in cli.stdout
+
+
+def test_the_fix_finds_nothing_in_a_run_of_the_same_size():
+    res = explore("scenarios/kv_transfer.yaml", examples=200, seed=0,
+                  vary=("topology", "workload.requests"),
+                  overrides={"transceiver.sticky_skip": "guarded", "guard": "lockstep"})
+    assert not res.found and res.examples_run >= 150
+
+
+def test_same_seed_same_search():
+    a = explore("scenarios/kv_transfer.yaml", examples=60, seed=3,
+                vary=("topology", "workload.requests"), overrides=UNGUARDED)
+    b = explore("scenarios/kv_transfer.yaml", examples=60, seed=3,
+                vary=("topology", "workload.requests"), overrides=UNGUARDED)
+    assert (a.found, a.scenario, a.examples_run) == (b.found, b.scenario, b.examples_run)
+
+
+def test_cli_explore_exit_codes(tmp_path):
+    cmd = [sys.executable, "-m", "trtsim", "explore", "scenarios/kv_transfer.yaml",
+           "--vary", "topology", "--examples", "47", "--set", "transceiver.sticky_skip=unguarded",
+           "--set", "guard=lockstep", "--out", str(tmp_path)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 1 and "found a violation" in out.stdout
+    assert list(tmp_path.glob("*.yaml"))
+    bad = subprocess.run(cmd[:5] + ["--vary", "colour"], capture_output=True, text=True,
+                         timeout=60)
+    assert bad.returncode == 2 and "cannot be varied" in bad.stderr
+
+
+def test_dp_routing_moves_the_idle_dp_rank():
+    res = run("scenarios/kv_transfer.yaml", overrides={**UNGUARDED, "workload.dp_offset": 1})
+    assert res.verdict == "mismatch" and res.error.ranks == (0, 4)   # DP rank 0 is idle now
+
+
+def test_a_slow_rank_is_not_a_report():
+    res = run("scenarios/kv_transfer.yaml", overrides={"delays": {0: 5, 9: 3}})
+    assert res.verdict == "ok" and res.kv_verified is True
+
+
+@settings(max_examples=10, deadline=None)
+@given(tst.topology_ids(), tst.transfer_requests(max_requests=3), tst.seeds())
+def test_strategies_drive_a_users_own_test(tid, requests, seed):
+    res = run("scenarios/kv_transfer.yaml",
+              overrides={"topology": tid, "workload.requests": requests, "seed": seed})
+    assert res.verdict == "ok" and res.kv_verified is True
+
+
+def test_plugin_topology_marker_and_explore_fixture(pytester):
+    pytester.makepyfile("""
+        import pytest, trtsim
+
+        @pytest.mark.topologies(["tp1_pp1", "tp2_dp_both"])
+        def test_layouts(topology, trtsim_launch):
+            dep = trtsim.topology(topology)
+            assert trtsim_launch(lambda d: d.rank, tp=dep.ctx.tp_size) == list(range(dep.ctx.tp_size))
+    """)
+    result = pytester.runpytest("-q", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)
