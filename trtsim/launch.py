@@ -22,6 +22,7 @@ class LaunchConfig:
     seed: int = 0
     timeout: float = 60.0
     delays: tuple[tuple[int, float], ...] = ()     # (global rank, seconds before each call)
+    trace: bool = False                             # inproc: keep every call, for timelines
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -73,7 +74,7 @@ def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
     places = rank_places(instances, config.delays)
     if config.backend == "inproc":
         world = InprocWorld(places, config.guard, config.seed, config.timeout, group_table(places),
-                            progress)
+                            progress, config.trace)
         return world.run(program, tuple(args))
     from .comm.torchrun import run_this_rank, under_torchrun
     if under_torchrun():

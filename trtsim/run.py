@@ -33,6 +33,7 @@ class RunResult:
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)   # KV verification failures
     wall_s: float = 0.0
+    trace: list = field(default_factory=list)   # (scheduler step, CallRecord), with trace=True
 
     @property
     def holds(self) -> bool:
@@ -91,8 +92,9 @@ def verdict_of(error: CollectiveError | None) -> str:
 
 
 def run(scenario, backend: str | None = None, overrides: dict | None = None,
-        progress: Callable[[str], None] | None = None) -> RunResult:
-    """Run a scenario (path, mapping or Scenario) and judge it."""
+        progress: Callable[[str], None] | None = None, trace: bool = False) -> RunResult:
+    """Run a scenario (path, mapping or Scenario) and judge it. ``trace`` keeps every call
+    of an inproc run (``RunResult.trace``) for timelines."""
     overrides = dict(overrides or {})
     if backend is not None:
         overrides["backend"] = backend
@@ -114,7 +116,7 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
         program = serving_program
     t0 = time.perf_counter()
     out = run_ranks(instances, program, (job,),
-                    LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays),
+                    LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays, trace),
                     progress=progress)
     wall = time.perf_counter() - t0
     n_ctx = dep.ctx.world_size
@@ -131,7 +133,7 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
         else:
             kv_verified, problems, metrics = _serving_metrics(results, n_ctx, s)
     return RunResult(s, verdict_of(out.error), out.error, metrics, census, kv_verified,
-                     summarize(out.divergences), out.notes, problems, wall)
+                     summarize(out.divergences), out.notes, problems, wall, out.trace)
 
 
 def _transfer_metrics(results: list[dict], n_ctx: int) -> dict:

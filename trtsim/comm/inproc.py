@@ -39,6 +39,7 @@ class LaunchOutcome:
     divergences: list = field(default_factory=list)        # lockstep.Divergence notes
     notes: list[str] = field(default_factory=list)         # what the backend chose and why
     extras: list[Any] = field(default_factory=list)        # per rank: backend-specific facts
+    trace: list[tuple[int, CallRecord]] = field(default_factory=list)   # (step, record)
 
 
 class _Message:
@@ -96,7 +97,7 @@ class InprocWorld:
     """Shared state of all ranks of one inproc launch, and the hub that schedules them."""
 
     def __init__(self, places: list[RankPlace], guard: str, seed: int, timeout: float,
-                 lockstep_groups: dict, progress=None):
+                 lockstep_groups: dict, progress=None, trace: bool = False):
         self.places = places
         self.guard = guard
         self.rng = random.Random(seed)
@@ -118,6 +119,7 @@ class InprocWorld:
         self.steps = 0
         self.aborted = False
         self.progress = progress
+        self.trace: list[tuple[int, CallRecord]] | None = [] if trace else None
         self._last_progress = time.monotonic()
 
     # -- scheduling ----------------------------------------------------------------------
@@ -160,7 +162,8 @@ class InprocWorld:
                         except _Unwind:
                             pass
         return LaunchOutcome(results, self.error, [dict(d.census) for d in dists],
-                             list(self.tracker.divergences) if self.tracker else [])
+                             list(self.tracker.divergences) if self.tracker else [],
+                             trace=self.trace or [])
 
     def _schedule(self, glets: list) -> None:
         """Run ranks one switch at a time until all finish or a report stops the launch."""
@@ -261,6 +264,8 @@ class InprocWorld:
                 if self.guard == "off":
                     self.error.summary += " (guard off: no communicator can pair these calls)"
         posts[r] = (rec, payload)
+        if self.trace is not None:
+            self.trace.append((self.steps, rec))
         self.posted[r][rec.group_key] = rec.seq
         if self.tracker is not None:
             self.tracker.on_call(rec)
@@ -283,6 +288,8 @@ class InprocWorld:
                   transport: "_InprocTransport"):
         channel = (r, rec.peer, rec.tag)
         msg = _Message(rec, freeze(payload))
+        if self.trace is not None:
+            self.trace.append((self.steps, rec))
         receivers = self.receivers.get(channel)
         if receivers:
             recv = receivers.popleft()
@@ -310,6 +317,8 @@ class InprocWorld:
                   transport: "_InprocTransport") -> Any:
         recv = _Receive(r, rec, buffer)
         channel = (rec.peer, r, rec.tag)
+        if self.trace is not None:
+            self.trace.append((self.steps, rec))
         queue = self.mailbox.get(channel)
         if queue:
             msg = queue.popleft()
