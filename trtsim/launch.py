@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 from .comm.distributed import RankPlace, group_table
 from .comm.inproc import InprocWorld, LaunchOutcome
+from .timeline.clock import ClockModel
 from .topology import InstanceSpec
 
 BACKENDS = ("inproc", "gloo", "nccl")
@@ -23,6 +24,7 @@ class LaunchConfig:
     timeout: float = 60.0
     delays: tuple[tuple[int, float], ...] = ()     # (global rank, seconds before each call)
     trace: bool = False                             # inproc: keep every call, for timelines
+    clock_model: ClockModel | None = None           # what calls cost in virtual time
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -74,7 +76,7 @@ def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
     places = rank_places(instances, config.delays)
     if config.backend == "inproc":
         world = InprocWorld(places, config.guard, config.seed, config.timeout, group_table(places),
-                            progress, config.trace)
+                            progress, config.trace, config.clock_model)
         return world.run(program, tuple(args))
     from .comm.torchrun import run_this_rank, under_torchrun
     if under_torchrun():

@@ -110,6 +110,15 @@ class Distributed:
     role = property(lambda self: self.place.role)
 
     @property
+    def clock(self):
+        """This rank's virtual clock (``clock.now`` seconds, ``clock.events`` its timeline)."""
+        return self._transport.clock
+
+    def advance(self, seconds: float, label: str = "compute") -> None:
+        """Modelled work: move this rank's virtual clock forward by ``seconds``."""
+        self._transport.clock.advance(seconds, label)
+
+    @property
     def device(self):
         """The torch device this rank computes on (its GPU on the process backend with CUDA)."""
         import torch
@@ -228,7 +237,7 @@ class Distributed:
             signature = "object"
         rec = CallRecord(op, self._seq[key], label, self._iteration, find_callsite(), signature,
                          self.place.global_rank, self.mapping.rank, self.place.instance, kind,
-                         group, root, reduce_op)
+                         group, root, reduce_op, clock=self._transport.clock.now)
         self.census[(self._iteration, kind, label or op)] += 1
         return self._transport.collective(rec, payload)
 
@@ -245,7 +254,7 @@ class Distributed:
         signature = signature_of(payload) if op.endswith("tensor") else "object"
         rec = CallRecord(op, self._seq[channel], label, self._iteration, find_callsite(),
                          signature, me, self.mapping.rank, self.place.instance, "p2p",
-                         channel[1], peer=other, tag=tag)
+                         channel[1], peer=other, tag=tag, clock=self._transport.clock.now)
         self.census[(self._iteration, "p2p", label or op)] += 1
         if sending:
             return self._transport.send(rec, payload, blocking)

@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import greenlet
+import torch
 
 from .distributed import Distributed, RankPlace
 from .errors import CollectiveError, CollectiveMismatch, CollectiveTimeout, RankFailed
 from .guard import can_pair, check_group_call, differences
 from .lockstep import LockstepTracker
 from .records import CallRecord
+from ..timeline.clock import ClockModel, RankClock, complete_collective, receive_time
 from .semantics import execute, freeze, thaw
 from .watchdog import DeadlineExpired, Watchdog
 from .waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState, deadlock_error, find_deadlock
@@ -66,11 +68,13 @@ class SendHandle:
 class _Receive:
     """A posted receive: matched with the next message of its channel, in posting order."""
 
-    __slots__ = ("rank", "rec", "buffer", "done", "value", "waiting")
+    __slots__ = ("rank", "rec", "buffer", "done", "value", "waiting", "send_clock", "nbytes",
+                 "is_tensor", "clocked")
 
     def __init__(self, rank: int, rec: CallRecord, buffer: Any):
         self.rank, self.rec, self.buffer = rank, rec, buffer
         self.done, self.value, self.waiting = False, None, False
+        self.send_clock, self.nbytes, self.is_tensor, self.clocked = 0.0, 0, False, False
 
 
 class RecvHandle:
@@ -84,9 +88,9 @@ class RecvHandle:
         return self._recv.done
 
     def wait(self) -> Any:
-        if not self._recv.done:
-            return self._transport.wait_recv(self._recv)
-        return self._recv.value
+        value = self._transport.wait_recv(self._recv) if not self._recv.done else self._recv.value
+        self._transport.clock_received(self._recv)
+        return value
 
 
 class _Unwind(BaseException):
@@ -97,7 +101,8 @@ class InprocWorld:
     """Shared state of all ranks of one inproc launch, and the hub that schedules them."""
 
     def __init__(self, places: list[RankPlace], guard: str, seed: int, timeout: float,
-                 lockstep_groups: dict, progress=None, trace: bool = False):
+                 lockstep_groups: dict, progress=None, trace: bool = False,
+                 clock_model: ClockModel | None = None):
         self.places = places
         self.guard = guard
         self.rng = random.Random(seed)
@@ -119,6 +124,8 @@ class InprocWorld:
         self.steps = 0
         self.aborted = False
         self.progress = progress
+        self.clock_model = clock_model or ClockModel()
+        self.clocks = [RankClock() for _ in range(n)]
         self.trace: list[tuple[int, CallRecord]] | None = [] if trace else None
         self._last_progress = time.monotonic()
 
@@ -275,6 +282,7 @@ class InprocWorld:
         if len(posts) == len(rec.group_ranks):
             del self.pending[key]
             members = rec.group_ranks
+            self._complete_clocks(rec, posts)
             results = execute(rec.op, [posts[m][1] for m in members], rec.root, rec.reduce_op)
             for m, value in zip(members, results):
                 if m != r:
@@ -282,6 +290,28 @@ class InprocWorld:
             self.wake(r, results[members.index(r)])
             return self.yield_to_hub()
         return self.block(r, rec)
+
+    def _complete_clocks(self, rec: CallRecord, posts: dict) -> None:
+        """Every member leaves the collective at the latest arrival plus its cost."""
+        arrivals = {m: p[0].clock for m, p in posts.items()}
+        payload = posts[rec.rank][1]
+        nbytes = payload.numel() * payload.element_size() if hasattr(payload, "numel") else 0
+        cost = self.clock_model.collective_cost(rec.op, len(arrivals), rec.signature, nbytes)
+        end, waits = complete_collective(arrivals, cost, rec.short())
+        last_rank = max(sorted(arrivals), key=lambda m: arrivals[m])
+        for m, arrival in arrivals.items():
+            self.clocks[m].finish_call(arrival, end, rec.short(), last_rank if m != last_rank
+                                       else None, end - cost)
+
+    def received(self, r: int, recv: "_Receive") -> None:
+        """The receiver's clock after a p2p message: the later of its own arrival and the
+        send plus the transfer."""
+        clock = self.clocks[r]
+        arrival = clock.now
+        ready = recv.send_clock + self.clock_model.transfer_time(recv.nbytes, recv.is_tensor)
+        end = receive_time(arrival, recv.send_clock, ready - recv.send_clock)
+        clock.finish_call(arrival, end, recv.rec.short(), recv.rec.peer if ready > arrival else None,
+                          end, kind="p2p")
 
     # -- point to point ------------------------------------------------------------------
     def post_send(self, r: int, rec: CallRecord, payload: Any, blocking: bool,
@@ -316,6 +346,7 @@ class InprocWorld:
     def post_recv(self, r: int, rec: CallRecord, buffer: Any, blocking: bool,
                   transport: "_InprocTransport") -> Any:
         recv = _Receive(r, rec, buffer)
+        transport._last_recv = recv
         channel = (rec.peer, r, rec.tag)
         if self.trace is not None:
             self.trace.append((self.steps, rec))
@@ -353,6 +384,9 @@ class InprocWorld:
                 explanation="the receive buffer does not fit the sent tensor")
             return
         value = thaw(msg.blob)
+        recv.send_clock = msg.rec.clock
+        recv.is_tensor = isinstance(value, torch.Tensor)
+        recv.nbytes = value.numel() * value.element_size() if recv.is_tensor else 0
         if recv.buffer is not None and rec.op.endswith("tensor"):
             recv.buffer.copy_(value)
             value = recv.buffer
@@ -390,9 +424,21 @@ class _InprocTransport:
         self._check()
         self.world.wait_send(self.rank, msg)
 
+    @property
+    def clock(self) -> RankClock:
+        return self.world.clocks[self.rank]
+
     def recv(self, rec: CallRecord, buffer: Any, blocking: bool = True) -> Any:
         self._check()
-        return self.world.post_recv(self.rank, rec, buffer, blocking, self)
+        value = self.world.post_recv(self.rank, rec, buffer, blocking, self)
+        if blocking:
+            self.clock_received(self._last_recv)
+        return value
+
+    def clock_received(self, recv: _Receive) -> None:
+        if not recv.clocked:
+            recv.clocked = True
+            self.world.received(self.rank, recv)
 
     def wait_recv(self, recv: _Receive) -> Any:
         self._check()

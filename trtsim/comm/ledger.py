@@ -32,6 +32,7 @@ STATUS_CODES = {RUNNING: 0, BLOCKED: 1, DONE: 2, FAILED: 3, "starting": 4}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
 SLOT_BYTES = 2048
 MAX_PENDING = 64
+CLOCK_HISTORY = 64
 # state columns
 STATUS, VERSION, ITERATION, BLOCKED_SLOT, NUM_PENDING, READY_NS, PID = range(7)
 STATE_COLS = 8
@@ -77,12 +78,16 @@ class Ledger:
         self.reclen = take(np.int64, (n, k + 1))
         self.rec = take(np.uint8, (n, k + 1, SLOT_BYTES))
         self.pending = take(np.int64, (n, MAX_PENDING, 2))
+        # entry clocks of the last CLOCK_HISTORY calls per group: members read each other's
+        # arrival after a collective (a member cannot be that many calls ahead on one group)
+        self.clocks = take(np.float64, (n, k + 1, CLOCK_HISTORY))
 
     @staticmethod
     def size(num_ranks: int) -> int:
         k = len(KINDS) + 1
         per = [4 * 8, num_ranks * STATE_COLS * 8, num_ranks * k * 8, num_ranks * k * 16,
-               num_ranks * k * 8, num_ranks * k * SLOT_BYTES, num_ranks * MAX_PENDING * 16]
+               num_ranks * k * 8, num_ranks * k * SLOT_BYTES, num_ranks * MAX_PENDING * 16,
+               num_ranks * k * CLOCK_HISTORY * 8]
         return sum((p + 63) // 64 * 64 for p in per)
 
     @classmethod
@@ -105,7 +110,7 @@ class Ledger:
         return self.shm.name
 
     def close(self) -> None:
-        for attr in ("header", "state", "seq", "hash", "reclen", "rec", "pending"):
+        for attr in ("header", "state", "seq", "hash", "reclen", "rec", "pending", "clocks"):
             setattr(self, attr, None)
         self.shm.close()
         if self.owner:
@@ -140,6 +145,7 @@ class Ledger:
         self.rec[r, slot, :len(data)] = np.frombuffer(data, dtype=np.uint8)
         self.reclen[r, slot] = len(data)
         self.hash[r, slot] = np.frombuffer(match_hash(rec), dtype=np.uint8)
+        self.clocks[r, slot, rec.seq % CLOCK_HISTORY] = rec.clock
         self.seq[r, slot] = rec.seq          # last: readers trust the slot once seq moved
         self.state[r, BLOCKED_SLOT] = slot
         self.state[r, STATUS] = STATUS_CODES[BLOCKED]
@@ -171,6 +177,10 @@ class Ledger:
             h = self.hash[r, k].tobytes()
             if int(self.seq[r, k]) == s1:
                 return s1, h
+
+    def arrival(self, r: int, kind: str, seq: int) -> float:
+        """Rank r's virtual clock when it entered call ``seq`` on group ``kind``."""
+        return float(self.clocks[r, KIND_INDEX[kind], seq % CLOCK_HISTORY])
 
     def read_call(self, r: int, kind: str) -> CallRecord | None:
         """Rank r's last record on group ``kind``."""

@@ -87,7 +87,7 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
             p = ctx.Process(target=rank_main, name=f"trtsim-rank{r}", daemon=True, args=(
                 r, places, group_table, program_blob, args_blob, config.guard,
                 config.timeout, plan, ("127.0.0.1", store.port), ledger.name, results_q,
-                wakeups))
+                wakeups, config.clock_model))
             p.start()
             procs.append(p)
         monitor = DeadlockMonitor(ledger, groups_of, names=[p.name for p in places])

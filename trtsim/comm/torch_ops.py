@@ -111,13 +111,15 @@ class _Works:
 
 
 def send(payload: Any, dst: int, tag: int, as_tensor: bool, blocking: bool,
-         stage_cuda: bool) -> _Works | None:
-    """Send an object (size then bytes on tags 2t and 2t+1) or a tensor (on tag 2t+1)."""
+         stage_cuda: bool, clock: float = 0.0) -> _Works | None:
+    """Send an object (size then bytes of (clock, object) on tags 2t and 2t+1) or a tensor
+    (the sender's virtual clock on 2t, the data on 2t+1): the clock travels with the message."""
     if as_tensor:
-        tensors = [payload.detach().cpu() if (stage_cuda and payload.is_cuda) else payload]
-        tags = [2 * tag + 1]
+        tensors = [torch.tensor([clock], dtype=torch.float64),
+                   payload.detach().cpu() if (stage_cuda and payload.is_cuda) else payload]
+        tags = [2 * tag, 2 * tag + 1]
     else:
-        data = _obj_bytes(payload)
+        data = _obj_bytes((clock, payload))
         tensors = [torch.tensor([data.numel()], dtype=torch.int64), data]
         tags = [2 * tag, 2 * tag + 1]
     if blocking:
@@ -135,9 +137,12 @@ class PendingRecv:
         self.src, self.tag, self.buffer = src, tag, buffer
         self._value: Any = None
         self._done = False
+        self.send_clock = 0.0
         if buffer is not None:
             self._target = buffer.new_empty(buffer.shape, device="cpu") \
                 if (stage_cuda and buffer.is_cuda) else buffer
+            self._clock = torch.empty(1, dtype=torch.float64)
+            self._clock_work = tdist.irecv(self._clock, src, tag=2 * tag)
             self._work = tdist.irecv(self._target, src, tag=2 * tag + 1)
             self._size = None
         else:
@@ -148,7 +153,8 @@ class PendingRecv:
     def is_completed(self) -> bool:
         if self._done:
             return True
-        if not self._work.is_completed():
+        if not self._work.is_completed() or (self.buffer is not None
+                                             and not self._clock_work.is_completed()):
             return False
         self._advance()
         return self._done
@@ -156,6 +162,8 @@ class PendingRecv:
     def _advance(self) -> None:
         """Move on after the current piece arrived (wait() already returned or polled done)."""
         if self.buffer is not None:
+            self._clock_work.wait()
+            self.send_clock = float(self._clock.item())
             if self._target is not self.buffer:
                 self.buffer.copy_(self._target)
             self._value, self._done = self.buffer, True
@@ -163,7 +171,8 @@ class PendingRecv:
             self._data = torch.empty(int(self._size.item()), dtype=torch.uint8)
             self._work = tdist.irecv(self._data, self.src, tag=2 * self.tag + 1)
         else:
-            self._value, self._done = _obj_from(self._data, self._data.numel()), True
+            self.send_clock, self._value = _obj_from(self._data, self._data.numel())
+            self._done = True
 
     def wait(self) -> Any:
         while not self._done:

@@ -37,6 +37,7 @@ from .errors import CollectiveError, RankFailed
 from .guard import check_group_call
 from .ledger import Ledger, match_hash
 from .records import CallRecord
+from ..timeline.clock import ClockModel, RankClock, complete_collective, receive_time
 from .waitfor import DONE, FAILED, RUNNING
 
 # Environment every rank runs under: NVLink multicast stays off (it can take a shared host's
@@ -57,9 +58,12 @@ class TorchTransport:
     """One rank's guarded path to torch.distributed (the Transport of its Distributed)."""
 
     def __init__(self, rank: int, ledger: Ledger, groups: dict[str, torch_ops.TorchGroup],
-                 guard: str, device: torch.device, report: Callable[[CollectiveError], None]):
+                 guard: str, device: torch.device, report: Callable[[CollectiveError], None],
+                 clock_model: ClockModel | None = None):
         self.rank, self.ledger, self.groups = rank, ledger, groups
         self.guard, self.device, self.report = guard, device, report
+        self.clock = RankClock()
+        self.clock_model = clock_model or ClockModel()
         self.log: list[tuple] = []       # compact call log for lockstep replay in the launcher
         self._inflight: list[tuple[int, int, Any]] = []   # (dst, tag, works) of isends
 
@@ -73,6 +77,7 @@ class TorchTransport:
         group = self.groups[rec.group_kind]
         result = torch_ops.collective(rec.op, payload, group, rec.root, rec.reduce_op)
         self.ledger.set_status(self.rank, RUNNING)
+        self._complete_clock(rec, payload)
         self.log.append((rec.group_kind, rec.group_ranks, rec.seq, rec.op, rec.label,
                          rec.iteration))
         return result
@@ -83,10 +88,10 @@ class TorchTransport:
         stage = self._stage_p2p()
         if blocking:
             self.ledger.post(self.rank, rec)
-            torch_ops.send(payload, rec.peer, rec.tag, as_tensor, True, stage)
+            torch_ops.send(payload, rec.peer, rec.tag, as_tensor, True, stage, rec.clock)
             self.ledger.set_status(self.rank, RUNNING)
             return None
-        works = torch_ops.send(payload, rec.peer, rec.tag, as_tensor, False, stage)
+        works = torch_ops.send(payload, rec.peer, rec.tag, as_tensor, False, stage, rec.clock)
         self._inflight.append((rec.peer, rec.tag, works))
         self._publish_pending()
         return _Handle(self, rec, works)
@@ -103,6 +108,30 @@ class TorchTransport:
         value = pending.wait()
         self.ledger.set_status(self.rank, RUNNING)
         return value
+
+    def _complete_clock(self, rec: CallRecord, payload: Any) -> None:
+        """Leave the collective at the latest member's arrival (read from the ledger, where
+        every member wrote its clock when it entered) plus the collective's cost."""
+        arrivals = {m: (rec.clock if m == self.rank else self.ledger.arrival(m, rec.group_kind,
+                                                                           rec.seq))
+                    for m in rec.group_ranks}
+        nbytes = payload.numel() * payload.element_size() if hasattr(payload, "numel") else 0
+        cost = self.clock_model.collective_cost(rec.op, len(arrivals), rec.signature, nbytes)
+        end, _ = complete_collective(arrivals, cost, rec.short())
+        last = max(sorted(arrivals), key=lambda m: arrivals[m])
+        self.clock.finish_call(rec.clock, end, rec.short(), last if last != self.rank else None,
+                               end - cost)
+
+    def clock_received(self, rec: CallRecord, pending) -> None:
+        """The receiver's clock: the later of its arrival and the send plus the transfer."""
+        value = pending.wait()
+        is_tensor = isinstance(value, torch.Tensor)
+        nbytes = value.numel() * value.element_size() if is_tensor else 0
+        arrival = self.clock.now
+        end = receive_time(arrival, pending.send_clock,
+                           self.clock_model.transfer_time(nbytes, is_tensor))
+        self.clock.finish_call(arrival, end, rec.short(), rec.peer if end > arrival else None,
+                               end, kind="p2p")
 
     def set_iteration(self, iteration: int) -> None:
         self.ledger.set_iteration(self.rank, iteration)
@@ -182,14 +211,20 @@ class _RecvHandle:
 
     def __init__(self, transport: TorchTransport, rec: CallRecord, pending):
         self._transport, self._rec, self._pending = transport, rec, pending
+        self._clocked = False
 
     def is_completed(self) -> bool:
         return self._pending.is_completed()
 
     def wait(self) -> Any:
         if self._pending.is_completed():
-            return self._pending.wait()
-        return self._transport.wait_recv(self._rec, self._pending)
+            value = self._pending.wait()
+        else:
+            value = self._transport.wait_recv(self._rec, self._pending)
+        if not self._clocked:
+            self._clocked = True
+            self._transport.clock_received(self._rec, self._pending)
+        return value
 
 
 def build_groups(group_table: dict, pg_backend: str,
@@ -210,7 +245,7 @@ def build_groups(group_table: dict, pg_backend: str,
 
 def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blob: bytes,
               args_blob: bytes, guard: str, timeout: float, plan: dict, store_addr: tuple,
-              ledger_name: str, queue, wakeups: list) -> None:
+              ledger_name: str, queue, wakeups: list, clock_model=None) -> None:
     """Entry point of one spawned rank process."""
     _die_with_parent()
     os.environ.update(SAFE_ENV)
@@ -235,7 +270,8 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         program = pickle.loads(program_blob)
         args = pickle.loads(args_blob)
         transport = TorchTransport(rank, ledger, groups, guard, device,
-                                   lambda err: queue.put(("report", rank, pickle.dumps(err))))
+                                   lambda err: queue.put(("report", rank, pickle.dumps(err))),
+                                   clock_model)
         dist = Distributed(places[rank], transport)
         ledger.set_ready(rank, os.getpid())
         result = program(dist, *args)

@@ -63,6 +63,8 @@ class StoreLedger:
     # -- rank side -----------------------------------------------------------------------
     def post(self, r: int, rec: CallRecord) -> None:
         if not rec.is_p2p:
+            self.store.set(f"{self.prefix}/clk/{r}/{rec.group_kind}/{rec.seq % 64}",
+                           repr(rec.clock))
             self.store.set(self._slot_key(r, rec.group_kind),
                            pickle.dumps((rec.seq, match_hash(rec), rec)))
         self.store.set(f"{self.prefix}/call/{r}", pickle.dumps(rec))
@@ -100,6 +102,9 @@ class StoreLedger:
 
     def read_call(self, r: int, kind: str) -> CallRecord | None:
         return self._slot(r, kind)[2]
+
+    def arrival(self, r: int, kind: str, seq: int) -> float:
+        return float(self.store.get(f"{self.prefix}/clk/{r}/{kind}/{seq % 64}"))
 
     @property
     def aborted(self) -> bool:
@@ -157,7 +162,8 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
     def report(err: CollectiveError) -> None:
         ledger.abort(err)
 
-    transport = TorchTransport(rank, ledger, groups, config.guard, device, report)
+    transport = TorchTransport(rank, ledger, groups, config.guard, device, report,
+                               config.clock_model)
     dist = Distributed(places[rank], transport)
     try:
         result = program(dist, *args)
