@@ -56,17 +56,42 @@ def _single_threaded_torch() -> None:
 
 
 def _cmd_run(args) -> int:
-    from .run import run
+    from .compare import run_any
+    from .timeline.trace import rank_trace, server_trace, write_trace
     _single_threaded_torch()
-    result = run(args.scenario, backend=args.backend, overrides=parse_sets(args.set),
-                 progress=_progress)
+    overrides = parse_sets(args.set)
+    if args.backend:
+        overrides["backend"] = args.backend
+    result = run_any(args.scenario, overrides, progress=_progress)
     print(result.summary())
-    if args.census:
+    if args.census and hasattr(result, "census"):
         print()
         print(result.census.table())
     if args.json:
         _write_json(args.json, result.to_dict())
+    if args.trace:
+        if hasattr(result, "timeline"):
+            trace = rank_trace(result.timeline)
+        else:
+            trace = server_trace(result.sim.events)
+        try:
+            write_trace(args.trace, trace)
+        except OSError as exc:
+            raise BadInput(f"--trace {args.trace}: cannot write ({exc.strerror})") from None
     return EXIT_OK if result.holds else EXIT_VIOLATION
+
+
+def _cmd_compare(args) -> int:
+    from .compare import compare
+    _single_threaded_torch()
+    if args.b is None and not (args.set_a or args.set_b):
+        raise BadInput("compare: give two scenarios, or one with --set-a/--set-b overrides")
+    result = compare(args.a, args.b, parse_sets(args.set_a, "--set-a"),
+                     parse_sets(args.set_b, "--set-b"), progress=_progress)
+    print(result.table())
+    if args.json:
+        _write_json(args.json, result.to_dict())
+    return EXIT_OK
 
 
 def _cmd_explore(args) -> int:
@@ -95,7 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a scenario key (dotted), e.g. --set model.window=24")
     p.add_argument("--census", action="store_true", help="print the collective census table")
     p.add_argument("--json", metavar="FILE", help="write the full result as JSON")
+    p.add_argument("--trace", metavar="FILE", help="write a Perfetto/Chrome trace of the run")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("compare", help="run two scenarios (or one with two override sets) and "
+                       "print Before / After / Δ of every metric")
+    p.add_argument("a", help="scenario (before)")
+    p.add_argument("b", nargs="?", default=None, help="scenario (after); default: the same")
+    p.add_argument("--set-a", action="append", metavar="KEY=VALUE", help="override of the before run")
+    p.add_argument("--set-b", action="append", metavar="KEY=VALUE", help="override of the after run")
+    p.add_argument("--json", metavar="FILE",
+                   help="write {before: {...}, after: {...}, delta_pct: {...}}")
+    p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("explore", help="search varied scenarios for a violation, shrink it and "
                        "write it as a replayable scenario")

@@ -34,6 +34,7 @@ class RunResult:
     problems: list[str] = field(default_factory=list)   # KV verification failures
     wall_s: float = 0.0
     trace: list = field(default_factory=list)   # (scheduler step, CallRecord), with trace=True
+    timeline: list = field(default_factory=list)  # per rank: virtual-time events
 
     @property
     def holds(self) -> bool:
@@ -133,7 +134,8 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
         else:
             kv_verified, problems, metrics = _serving_metrics(results, n_ctx, s)
     return RunResult(s, verdict_of(out.error), out.error, metrics, census, kv_verified,
-                     summarize(out.divergences), out.notes, problems, wall, out.trace)
+                     summarize(out.divergences), out.notes, problems, wall, out.trace,
+                     out.clocks)
 
 
 def _transfer_metrics(results: list[dict], n_ctx: int) -> dict:

@@ -42,6 +42,7 @@ class LaunchOutcome:
     notes: list[str] = field(default_factory=list)         # what the backend chose and why
     extras: list[Any] = field(default_factory=list)        # per rank: backend-specific facts
     trace: list[tuple[int, CallRecord]] = field(default_factory=list)   # (step, record)
+    clocks: list[list[tuple]] = field(default_factory=list)   # per rank: virtual-time events
 
 
 class _Message:
@@ -170,7 +171,7 @@ class InprocWorld:
                             pass
         return LaunchOutcome(results, self.error, [dict(d.census) for d in dists],
                              list(self.tracker.divergences) if self.tracker else [],
-                             trace=self.trace or [])
+                             trace=self.trace or [], clocks=[c.events for c in self.clocks])
 
     def _schedule(self, glets: list) -> None:
         """Run ranks one switch at a time until all finish or a report stops the launch."""

@@ -118,6 +118,7 @@ class _Watch:
         self.results: list[Any] = [None] * n
         self.census: list[dict] = [{} for _ in range(n)]
         self.logs: list[list] = [[] for _ in range(n)]
+        self.clocks: list[list] = [[] for _ in range(n)]
         self.done: set[int] = set()
         self.error: CollectiveError | None = None
 
@@ -139,7 +140,8 @@ class _Watch:
         if self.error is None and self.config.guard == "lockstep":
             self.error = lock_err
         return LaunchOutcome(self.results, self.error, self.census,
-                             divergences if self.config.guard != "off" else [])
+                             divergences if self.config.guard != "off" else [],
+                             clocks=self.clocks)
 
     def _take(self, timeout: float) -> bool:
         try:
@@ -149,7 +151,7 @@ class _Watch:
         kind, rank = msg[0], msg[1]
         if kind == "ok":
             self.results[rank] = pickle.loads(msg[2])
-            self.census[rank], self.logs[rank] = msg[3], msg[4]
+            self.census[rank], self.logs[rank], self.clocks[rank] = msg[3], msg[4], msg[5]
             self.done.add(rank)
         elif kind == "failed":
             self.error = self.error or self._root_cause(

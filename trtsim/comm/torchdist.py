@@ -280,7 +280,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the rank's failure
             raise TypeError(f"the rank program's result cannot travel back to the launcher: "
                             f"{type(exc).__name__}: {exc}") from exc
-        queue.put(("ok", rank, blob, dict(dist.census), transport.log))
+        queue.put(("ok", rank, blob, dict(dist.census), transport.log, transport.clock.events))
         status = DONE
     except (Aborted, Reported):
         pass

@@ -227,6 +227,8 @@ class PyExecutor:
 
     # -- step 5: forward, sample, update --------------------------------------------------
     def forward(self, batch: list[LlmRequest]) -> None:
+        if batch:
+            self.dist.advance(self.config.forward_ms / 1000.0, "forward")
         self.stats.append({"iteration": self.iter_counter, "batch": len(batch),
                            "ctx_tokens": sum(r.prompt_len for r in batch if r.state == S.CONTEXT_INIT),
                            "gen_requests": sum(r.state == S.GENERATION_IN_PROGRESS for r in batch),

@@ -1,0 +1,69 @@
+"""Import of TRT-LLM's disaggregated perf-sanity YAML files into perf scenarios."""
+
+import glob
+import subprocess
+import sys
+
+import pytest
+
+from trtsim.perf.perf_sanity import import_perf_sanity
+from trtsim.perf.perf_scenario import load_perf
+from trtsim.scenario import ScenarioError
+
+DIR = "tests/data/perf_sanity"
+
+
+def test_v4_pro_file_of_incident_5_3():
+    scen, notes = import_perf_sanity(f"{DIR}/gb300_deepseek-v4-pro-fp4_8k1k_con8_ctx1_dep4_gen4_tep8_eplb0_mtp3_ccb-NIXL.yaml")
+    assert (scen["hardware"], scen["model"]) == ("GB300", "V4-Pro")
+    assert scen["ctx"] == {"servers": 1, "tp": 4, "pp": 1, "ep": 4, "attention_dp": True,
+                           "max_batch_size": 2, "max_num_tokens": 8192}
+    assert scen["gen"]["servers"] == 4 and scen["gen"]["tp"] == 8 and not scen["gen"]["attention_dp"]
+    assert scen["benchmark"]["input_length"] == 7456 and scen["benchmark"]["output_length"] == 923
+    assert scen["benchmark"]["stream_interval"] == 100 and scen["benchmark"]["multi_round"] == 10
+    assert scen["speculative"]["max_draft_len"] == 3
+    assert scen["transceiver"]["runtime"] == "python"
+    assert any("kv_cache_config" in n for n in notes) and any("environment" in n for n in notes)
+    load_perf(scen)      # it is a valid perf scenario
+
+
+def test_gpu_and_model_from_the_file_name_and_nextn_layers():
+    scen, notes = import_perf_sanity(f"{DIR}/gb200_deepseek-r1-fp4_1k1k_con16_ctx2_dep4_gen1_dep8_eplb0_mtp1_ccb-UCX.yaml")
+    assert (scen["hardware"], scen["model"]) == ("GB200", "DeepSeek-R1-FP4")
+    assert scen["benchmark"]["concurrency"] == 16
+    assert any("[16, 32]" in n for n in notes)
+    assert scen["speculative"]["max_draft_len"] == 1 and scen["ctx"]["servers"] == 2
+    assert scen["transceiver"]["runtime"] == "cpp"
+
+
+def test_no_speculation_and_defaults():
+    scen, _ = import_perf_sanity(f"{DIR}/b200_gpt-oss-120b_1k1k_con64_ctx1_tp4_gen1_tp4_eplb0_mtp0_ccb-DEFAULT.yaml")
+    assert (scen["hardware"], scen["model"]) == ("B200", "gpt-oss-120b")
+    assert scen["speculative"] == {"max_draft_len": 0, "acceptance": 0.0}
+    assert scen["benchmark"]["concurrency"] == 64
+
+
+def test_missing_required_field_is_an_error_naming_it():
+    with pytest.raises(ScenarioError, match=r"broken_missing_output_length.yaml: "
+                                            r"benchmark.output_length: missing"):
+        import_perf_sanity(f"{DIR}/broken_missing_output_length.yaml")
+
+
+def test_every_sample_file_imports_or_fails_cleanly():
+    for path in glob.glob(f"{DIR}/*.yaml"):
+        try:
+            import_perf_sanity(path)
+        except ScenarioError as exc:
+            assert "missing" in str(exc)
+
+
+def test_trtsim_run_takes_a_perf_sanity_file():
+    path = f"{DIR}/b200_gpt-oss-120b_1k1k_con64_ctx1_tp4_gen1_tp4_eplb0_mtp0_ccb-DEFAULT.yaml"
+    out = subprocess.run([sys.executable, "-m", "trtsim", "run", path, "--set",
+                          "benchmark.num_prompts=64"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "output_throughput" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "trtsim", "run",
+                          f"{DIR}/broken_missing_output_length.yaml"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode == 2 and "benchmark.output_length: missing" in bad.stderr

@@ -1,0 +1,304 @@
+"""Cluster-scale serving simulation: the serving benchmark against ctx and gen servers.
+
+An event-driven model at instance granularity (so a thousand requests over dozens of ranks
+simulate in seconds), fed by two measured or sourced inputs:
+- the per-layer roofline of ``CostModel`` (prefill, MTP verify and draft, KV transfer);
+- the control plane of the real executor: how many host-object collectives each role issues
+  per iteration, counted by running trtsim's own PyExecutor on the same layouts (the census),
+  each priced with the host-gather cost measured on this machine.
+The client keeps ``concurrency`` requests in flight (closed loop) for ``multi_round`` rounds
+of ``num_prompts``; metrics are computed per round and averaged, as the benchmark reports a
+round. The context pipeline with PP > 1 drains every iteration under blocking consensus (the
+stages rendezvous in the pp_allgather) and stays full under the asynchronous ring.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+import random
+from dataclasses import dataclass, field, replace
+
+from . import comm_cost as cc
+from .client import RequestRecord, serving_metrics
+from .hardware import get_hardware
+from .models import get_model
+from .roofline import CostModel, Layout, RequestGroup
+
+
+@dataclass(frozen=True)
+class InstanceConfig:
+    """One role's servers: how many, and each one's layout and batch limits."""
+
+    servers: int = 1
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    attention_dp: bool = False
+    max_batch_size: int = 8
+    max_num_tokens: int = 8192
+
+    def __post_init__(self) -> None:
+        for name in ("servers", "tp", "pp", "ep", "max_batch_size", "max_num_tokens"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}={v!r} must be an integer >= 1")
+
+    @property
+    def layout(self) -> Layout:
+        return Layout(tp=self.tp, pp=self.pp, ep=self.ep, attention_dp=self.attention_dp)
+
+    @property
+    def dp(self) -> int:
+        return self.tp if self.attention_dp else 1
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """The serving benchmark's client."""
+
+    concurrency: int = 16
+    num_prompts: int = 128
+    multi_round: int = 1
+    input_length: int = 1024
+    output_length: int = 128
+    streaming: bool = True
+    stream_interval: int = 1          # generation steps per streamed chunk (the server's knob)
+
+    def __post_init__(self) -> None:
+        for name in ("concurrency", "num_prompts", "multi_round", "input_length", "output_length",
+                     "stream_interval"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}={v!r} must be an integer >= 1")
+
+
+@dataclass(frozen=True)
+class ControlPlane:
+    """Host collectives per iteration and role: (group size, calls per rank-iteration)."""
+
+    ctx: tuple[tuple[int, float], ...] = ()
+    gen: tuple[tuple[int, float], ...] = ()
+
+    def cost(self, role: str, params: cc.HostGatherParams, payload: int = 256) -> float:
+        return sum(n * cc.host_gather_cost(size, payload, params)
+                   for size, n in getattr(self, role))
+
+
+@dataclass(frozen=True)
+class PerfConfig:
+    """Everything the simulation needs (built from a perf scenario)."""
+
+    hardware: str
+    model: str
+    ctx: InstanceConfig
+    gen: InstanceConfig
+    benchmark: BenchmarkConfig
+    max_draft_len: int = 0
+    acceptance: float = 0.0
+    runtime: str = "cpp"                 # transceiver runtime: python | cpp
+    async_consensus: bool = False
+    worker_step_overhead_s: float = 0.0  # incident 5.1: eager instead of graph-replayed steps
+    control: ControlPlane = ControlPlane()
+    node_cores: int = 64                 # host cores per node: gathers are not oversubscribed
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        get_hardware(self.hardware)
+        get_model(self.model)
+        if self.runtime not in ("python", "cpp"):
+            raise ValueError(f"runtime={self.runtime!r}; expected python or cpp")
+        if not 0 <= self.acceptance < 1:
+            raise ValueError(f"acceptance={self.acceptance!r} must be in [0, 1)")
+
+
+@dataclass
+class SimResult:
+    metrics: dict
+    records: list[RequestRecord]
+    breakdown: dict = field(default_factory=dict)     # seconds per cost term, summed
+    events: list[tuple] = field(default_factory=list)  # (server, start, end, kind) for traces
+
+
+class _Models:
+    """Cost models of the two roles, with the step times memoised by bucket."""
+
+    def __init__(self, cfg: PerfConfig):
+        hw, model = get_hardware(cfg.hardware), get_model(cfg.model)
+        tx = cc.PYTHON_TRANSCEIVER if cfg.runtime == "python" else cc.CPP_TRANSCEIVER
+        self.tx = tx
+        self.ctx = CostModel(hw, model, cfg.ctx.layout, transceiver=tx)
+        self.gen = CostModel(hw, model, cfg.gen.layout, transceiver=tx)
+        self.k = cfg.max_draft_len
+        self.host = replace(cc.HOST_GATHER_MEASURED, cores=cfg.node_cores)
+
+    @functools.lru_cache(maxsize=None)
+    def gen_step(self, batch: int, kv_bucket: int) -> float:
+        return self.gen.generation_step_time(batch, kv_bucket, self.k)
+
+    @functools.lru_cache(maxsize=None)
+    def prefill(self, tokens: int, requests: int) -> float:
+        return self.ctx.prefill_time(tokens, requests)
+
+    @functools.lru_cache(maxsize=None)
+    def prefill_stages(self, tokens: int, requests: int) -> tuple[float, ...]:
+        g = [RequestGroup(requests, tokens / requests, 0.0, 1, context=True)]
+        return tuple(self.ctx.stage_time(s, g) for s in range(self.ctx.layout.pp))
+
+    @functools.lru_cache(maxsize=None)
+    def transfer(self, tokens: int) -> float:
+        return self.ctx.kv_transfer_time(tokens, self.gen.layout)
+
+
+def simulate(cfg: PerfConfig) -> SimResult:
+    """Run the benchmark; metrics per round, averaged over the rounds."""
+    models = _Models(cfg)
+    bench = cfg.benchmark
+    rng = random.Random(cfg.seed)
+    ctrl_ctx = cfg.control.cost("ctx", models.host)
+    ctrl_gen = cfg.control.cost("gen", models.host)
+    breakdown: dict[str, float] = {}
+    events: list[tuple] = []
+
+    def add(term: str, seconds: float) -> None:
+        breakdown[term] = breakdown.get(term, 0.0) + seconds
+
+    now = 0.0
+    rounds = []
+    for _ in range(bench.multi_round):
+        records, now = _round(cfg, models, rng, now, ctrl_ctx, ctrl_gen, add, events)
+        rounds.append(serving_metrics(records))
+    metrics = {k: sum(r[k] for r in rounds) / len(rounds) for k in rounds[0]}
+    metrics["completed"] = sum(r["completed"] for r in rounds)
+    return SimResult(metrics, records, breakdown, events)
+
+
+def _emitted(rng: random.Random, k: int, alpha: float) -> int:
+    """Tokens one MTP step emits: 1 + the accepted prefix of K drafts (i.i.d. alpha)."""
+    n = 1
+    while n <= k and rng.random() < alpha:
+        n += 1
+    return n
+
+
+def _round(cfg, models, rng, start, ctrl_ctx, ctrl_gen, add, events):
+    """One round of ``num_prompts`` requests at ``concurrency``; returns records and end."""
+    bench, k = cfg.benchmark, cfg.max_draft_len
+    records = [RequestRecord(0.0, bench.input_length, 0) for _ in range(bench.num_prompts)]
+    heap: list[tuple] = []                  # (time, order, kind, payload)
+    order = 0
+
+    def push(t, kind, payload):
+        nonlocal order
+        order += 1
+        heapq.heappush(heap, (t, order, kind, payload))
+
+    next_request = 0
+    ctx_queue: list[list[int]] = [[] for _ in range(cfg.ctx.servers)]
+    ctx_busy = [False] * cfg.ctx.servers
+    gen_active: list[list[int]] = [[] for _ in range(cfg.gen.servers)]
+    gen_waiting: list[list[int]] = [[] for _ in range(cfg.gen.servers)]
+    gen_busy = [False] * cfg.gen.servers
+    nic_free = [start] * cfg.gen.servers
+    kv_len: dict[int, int] = {}
+
+    def send(t):
+        nonlocal next_request
+        rid = next_request
+        next_request += 1
+        records[rid].send = t
+        server = rid % cfg.ctx.servers
+        ctx_queue[server].append(rid)
+        if not ctx_busy[server]:
+            push(t, "ctx", server)
+
+    for _ in range(min(bench.concurrency, bench.num_prompts)):
+        send(start)
+    end = start
+    while heap:
+        t, _, kind, payload = heapq.heappop(heap)
+        end = max(end, t)
+        if kind == "ctx":
+            server = payload
+            queue = ctx_queue[server]
+            if not queue:
+                ctx_busy[server] = False
+                continue
+            ctx_busy[server] = True
+            take = _ctx_batch(cfg.ctx, queue, bench.input_length)
+            del queue[:len(take)]
+            per_rank = max(1, -(-len(take) // cfg.ctx.dp))
+            tokens = per_rank * bench.input_length
+            if cfg.ctx.pp > 1 and not cfg.async_consensus:
+                compute = sum(models.prefill_stages(tokens, per_rank))   # drained pipeline
+            elif cfg.ctx.pp > 1:
+                compute = max(models.prefill_stages(tokens, per_rank))   # full pipeline
+            else:
+                compute = models.prefill(tokens, per_rank)
+            host = ctrl_ctx + models.tx.prepare_s * per_rank
+            add("ctx_compute", compute)
+            add("ctx_control_plane", host)
+            done = t + compute + host
+            events.append((f"ctx{server}", t, done, "prefill"))
+            for rid in take:
+                gsrv = rid % cfg.gen.servers
+                arrive = max(done, nic_free[gsrv]) + models.transfer(bench.input_length)
+                nic_free[gsrv] = arrive
+                add("kv_transfer", arrive - done)
+                push(arrive, "kv", (gsrv, rid))
+            push(done, "ctx", server)
+        elif kind == "kv":
+            gsrv, rid = payload
+            gen_waiting[gsrv].append(rid)
+            kv_len[rid] = bench.input_length
+            if not gen_busy[gsrv]:
+                gen_busy[gsrv] = True
+                push(t, "gen", gsrv)
+        elif kind == "gen":
+            gsrv = payload
+            active, waiting = gen_active[gsrv], gen_waiting[gsrv]
+            while waiting and len(active) < cfg.gen.max_batch_size * cfg.gen.dp:
+                active.append(waiting.pop(0))
+            if not active:
+                gen_busy[gsrv] = False
+                continue
+            per_rank = max(1, -(-len(active) // cfg.gen.dp))
+            mean_kv = sum(kv_len[r] for r in active) / len(active)
+            compute = models.gen_step(per_rank, int(mean_kv) // 64 * 64 + 64)
+            host = ctrl_gen + models.gen.transceiver_poll_time(len(waiting)) \
+                + cfg.worker_step_overhead_s
+            add("gen_compute", compute)
+            add("gen_control_plane", ctrl_gen)
+            add("gen_worker_overhead", cfg.worker_step_overhead_s)
+            step_end = t + compute + host
+            events.append((f"gen{gsrv}", t, step_end, "generation"))
+            finished = []
+            for rid in active:
+                rec = records[rid]
+                if rec.first_token is None:        # the context's token arrives with the KV
+                    rec.first_token, rec.output_len = step_end, 1
+                    if rec.output_len >= bench.output_length:
+                        finished.append(rid)
+                    continue
+                n = min(_emitted(rng, k, cfg.acceptance), bench.output_length - rec.output_len)
+                rec.output_len += n
+                rec.steps += 1
+                kv_len[rid] += n
+                if rec.output_len >= bench.output_length or (
+                        bench.streaming and rec.steps % bench.stream_interval == 0):
+                    rec.chunks.append(step_end)
+                if rec.output_len >= bench.output_length:
+                    finished.append(rid)
+            for rid in finished:
+                active.remove(rid)
+                if next_request < bench.num_prompts:
+                    send(step_end)
+            push(step_end, "gen", gsrv)
+    return records, end
+
+
+def _ctx_batch(inst: InstanceConfig, queue: list[int], isl: int) -> list[int]:
+    """Requests one context iteration takes: per DP rank up to max_batch_size and
+    max_num_tokens (at least one)."""
+    per_rank = max(1, min(inst.max_batch_size, inst.max_num_tokens // isl))
+    return queue[:per_rank * inst.dp]
