@@ -127,3 +127,57 @@ def draw_acceptance(rows, ax=None):
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     return ax.figure
+
+
+_EVENT_COLOURS = {"compute": "tab:blue", "collective": "tab:green", "wait": "tab:red",
+                  "p2p": "tab:purple", "prefill": "tab:orange", "generation": "tab:blue"}
+
+
+def draw_clock_timeline(result, ax=None, until: float | None = None, ranks=None):
+    """Every rank's virtual time (``RunResult.timeline``): compute, collectives, waits (red,
+    the rank waited for another), transfers; seconds on the x axis."""
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, 5))
+    timeline = result.timeline
+    ranks = list(range(len(timeline))) if ranks is None else list(ranks)
+    roles = {}
+    if hasattr(result, "scenario"):
+        n_ctx = result.scenario.deployment.ctx.world_size
+        roles = {r: (f"ctx {r}" if r < n_ctx else f"gen {r - n_ctx}") for r in ranks}
+    for row, rank in enumerate(ranks):
+        for start, end, kind, label, peer in timeline[rank]:
+            if until is not None and start > until:
+                break
+            if end > start:
+                ax.barh(row, (min(end, until) if until else end) - start, left=start,
+                        color=_EVENT_COLOURS.get(kind, "gray"), height=0.7)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for k, c in _EVENT_COLOURS.items()
+               if k in ("compute", "collective", "wait", "p2p")]
+    ax.legend(handles, ["compute", "collective", "wait", "transfer"], loc="upper center",
+              bbox_to_anchor=(0.5, -0.12), ncol=4, frameon=False, fontsize=8)
+    ax.set_yticks(range(len(ranks)), [roles.get(r, f"rank {r}") for r in ranks])
+    ax.set_xlabel("virtual time (s)")
+    ax.set_ylabel("rank")
+    ax.set_title("virtual time per rank")
+    ax.figure.tight_layout()
+    return ax.figure
+
+
+def draw_server_timeline(events, ax=None, until: float | None = None):
+    """Steps of the serving simulation per server (``SimResult.events``)."""
+    plt = _plt()
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, 3.5))
+    servers = sorted({e[0] for e in events})
+    row = {s: i for i, s in enumerate(servers)}
+    for server, start, end, kind in events:
+        if until is not None and start > until:
+            continue
+        ax.barh(row[server], end - start, left=start, color=_EVENT_COLOURS.get(kind, "gray"),
+                height=0.7)
+    ax.set_yticks(range(len(servers)), servers)
+    ax.set_xlabel("simulated time (s)")
+    ax.set_title("serving simulation: prefill (orange) and generation steps (blue) per server")
+    ax.figure.tight_layout()
+    return ax.figure
