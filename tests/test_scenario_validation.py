@@ -49,8 +49,10 @@ def test_off_stays_a_string():
 
 def test_every_shipped_scenario_loads():
     import glob
+    from trtsim.perf.perf_scenario import is_perf, load_perf
+    from trtsim.scenario import load_raw
     for path in glob.glob("scenarios/*.yaml"):
-        load_scenario(path)
+        (load_perf if is_perf(load_raw(path)[0]) else load_scenario)(path)
 
 
 def cli(*args):

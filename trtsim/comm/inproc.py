@@ -25,7 +25,7 @@ from .errors import CollectiveError, CollectiveMismatch, CollectiveTimeout, Rank
 from .guard import can_pair, check_group_call, differences
 from .lockstep import LockstepTracker
 from .records import CallRecord
-from ..timeline.clock import ClockModel, RankClock, complete_collective, receive_time
+from ..timeline.clock import ClockModel, RankClock, receive_time
 from .semantics import execute, freeze, thaw
 from .watchdog import DeadlineExpired, Watchdog
 from .waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState, deadlock_error, find_deadlock
@@ -298,10 +298,11 @@ class InprocWorld:
         payload = posts[rec.rank][1]
         nbytes = payload.numel() * payload.element_size() if hasattr(payload, "numel") else 0
         cost = self.clock_model.collective_cost(rec.op, len(arrivals), rec.signature, nbytes)
-        end, waits = complete_collective(arrivals, cost, rec.short())
         last_rank = max(sorted(arrivals), key=lambda m: arrivals[m])
+        end = arrivals[last_rank] + cost
+        call = rec.short()
         for m, arrival in arrivals.items():
-            self.clocks[m].finish_call(arrival, end, rec.short(), last_rank if m != last_rank
+            self.clocks[m].finish_call(arrival, end, call, last_rank if m != last_rank
                                        else None, end - cost)
 
     def received(self, r: int, recv: "_Receive") -> None:

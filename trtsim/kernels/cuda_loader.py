@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import re
 import warnings
 from pathlib import Path
@@ -29,9 +30,15 @@ CUDA_TYPE = {torch.float32: "float", torch.float16: "f16_t", torch.bfloat16: "bf
 
 
 def kernels_dir() -> Path:
-    """The folder of the ``.cu`` sources: ``$TRTSIM_KERNELS_DIR`` or ``<repo>/kernels``."""
+    """The folder of the ``.cu`` sources: ``$TRTSIM_KERNELS_DIR``, the checkout's
+    ``kernels/`` (editable installs), or ``<prefix>/share/trtsim/kernels`` (wheels)."""
     env = os.environ.get("TRTSIM_KERNELS_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "kernels"
+    if env:
+        return Path(env)
+    checkout = Path(__file__).resolve().parents[2] / "kernels"
+    if checkout.is_dir():
+        return checkout
+    return Path(sys.prefix) / "share" / "trtsim" / "kernels"
 
 
 def import_cupy():

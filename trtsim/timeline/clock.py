@@ -14,6 +14,7 @@ Costs: host-object collectives are pickled gathers whose cost was measured on th
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 
 from ..perf.comm_cost import HOST_GATHER_MEASURED, HostGatherParams, host_gather_cost
@@ -38,12 +39,18 @@ class ClockModel:
         if signature.startswith("tensor"):
             return self.tensor_latency + 2 * (group_size - 1) / group_size * nbytes \
                 / self.tensor_bandwidth
-        return host_gather_cost(group_size, self.object_bytes, replace(self.host, cores=self.cores))
+        return _host_cost(self, group_size)
 
     def transfer_time(self, nbytes: int, is_tensor: bool) -> float:
         if not is_tensor:
             return host_gather_cost(2, self.object_bytes, replace(self.host, cores=self.cores)) / 2
         return self.tensor_latency + nbytes / self.tensor_bandwidth
+
+
+@functools.lru_cache(maxsize=256)
+def _host_cost(model: ClockModel, group_size: int) -> float:
+    """A host-object collective's price (memoised: it sits on the inproc hot path)."""
+    return host_gather_cost(group_size, model.object_bytes, replace(model.host, cores=model.cores))
 
 
 @dataclass(frozen=True)
