@@ -84,3 +84,10 @@ def test_cli_json_and_census(tmp_path):
 def test_cli_topologies():
     out = cli("topologies")
     assert out.returncode == 0 and "tp4_pp2_dp_both" in out.stdout
+
+
+def test_cli_bench_lists_the_benchmarks():
+    out = cli("bench")
+    assert out.returncode == 0 and "inproc" in out.stdout and "serving_sim" in out.stdout
+    bad = cli("bench", "nope")
+    assert bad.returncode == 2 and "is not one of" in bad.stderr

@@ -104,6 +104,32 @@ def _cmd_explore(args) -> int:
     return EXIT_VIOLATION if result.found else EXIT_OK
 
 
+def _benchmarks_dir() -> str:
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for root in (os.getcwd(), here):
+        path = os.path.join(root, "benchmarks")
+        if os.path.isdir(path):
+            return path
+    raise BadInput("bench: no benchmarks/ folder here or beside the package (run it from a "
+                   "checkout of trtsim)")
+
+
+def _cmd_bench(args) -> int:
+    import subprocess
+    root = _benchmarks_dir()
+    known = sorted(f[len("bench_"):-3] for f in os.listdir(root)
+                   if f.startswith("bench_") and f.endswith(".py"))
+    if not args.name:
+        print("benchmarks: " + ", ".join(known))
+        print("run one: trtsim bench NAME [-- its options]; figures: docs/BENCHMARKS.md")
+        return EXIT_OK
+    if args.name not in known:
+        raise BadInput(f"bench: {args.name!r} is not one of {', '.join(known)}")
+    script = os.path.join(root, f"bench_{args.name}.py")
+    extra = [a for a in args.rest if a != "--"]
+    return subprocess.call([sys.executable, script, *extra])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="trtsim", description="Launch every rank of a disaggregated deployment and check "
@@ -132,6 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="FILE",
                    help="write {before: {...}, after: {...}, delta_pct: {...}}")
     p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("bench", help="list or run the benchmarks of docs/BENCHMARKS.md")
+    p.add_argument("name", nargs="?", help="inproc, process, transfer, explore, serving_sim, "
+                   "host_gather, kernels (GPU), worker_step (GPU)")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark")
+    p.set_defaults(func=_cmd_bench)
 
     p = sub.add_parser("explore", help="search varied scenarios for a violation, shrink it and "
                        "write it as a replayable scenario")

@@ -123,7 +123,7 @@ def _search(vary: tuple[str, ...], examples: int, seed: int, violates) -> dict |
                 return {"topology": tid}
             continue
         try:
-            found = find(override_strategy(rest), lambda v: violates({"topology": tid, **v}),
+            found = find(override_strategy(rest), lambda v, t=tid: violates({"topology": t, **v}),
                          settings=config(per), random=rng)
             return {"topology": tid, **found}
         except NoSuchExample:

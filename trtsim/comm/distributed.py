@@ -68,7 +68,7 @@ class RankPlace:
 
 
 class Transport(Protocol):
-    """What a backend provides to one rank's Distributed."""
+    """What a backend provides to one rank's Distributed (and ``clock``, its RankClock)."""
 
     def collective(self, rec: CallRecord, payload: Any) -> Any: ...
     def send(self, rec: CallRecord, payload: Any, blocking: bool) -> Any: ...

@@ -409,6 +409,7 @@ class _InprocTransport:
 
     def __init__(self, world: InprocWorld, rank: int):
         self.world, self.rank = world, rank
+        self._last_recv: _Receive | None = None    # the receive a blocking recv just posted
 
     def _check(self) -> None:
         if self.world.aborted:

@@ -48,8 +48,7 @@ def match_hash(rec: CallRecord) -> bytes:
 def _encode(rec: CallRecord) -> bytes:
     data = pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL)
     if len(data) > SLOT_BYTES:   # absurdly long labels or paths: keep the record, trim text
-        rec = replace(rec, callsite=rec.callsite[-200:], label=(rec.label or "")[:200] or None,
-                      extra={})
+        rec = replace(rec, callsite=rec.callsite[-200:], label=(rec.label or "")[:200] or None)
         data = pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL)
     return data
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 # Frames in these files are plumbing; the call site is the first frame outside them.
@@ -43,7 +43,6 @@ class CallRecord:
     peer: int | None = None          # p2p: the other side's global rank
     tag: int | None = None           # p2p tag
     clock: float = 0.0               # the rank's virtual clock when it entered (seconds)
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def is_p2p(self) -> bool:

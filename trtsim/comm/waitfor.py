@@ -142,7 +142,7 @@ def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) ->
         text = f"{what}: " + "; ".join(steps)
         if len(cycle) == 2:
             text += (" -- the two ranks issue these calls in opposite orders, or one of them "
-                     f"skipped the other's call")
+                     "skipped the other's call")
         return text, cycle[0]
     r = min(stuck)
     return f"{rank_name(states[r].call)} waits in {states[r].call.short()} for ranks that never arrive", r

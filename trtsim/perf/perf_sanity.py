@@ -64,7 +64,6 @@ def import_perf_sanity(source, concurrency: int | None = None) -> tuple[dict, li
         _require(raw, path, name)
     bench = _require(raw, "benchmark", name)
     workers = _require(raw, "worker_config", name)
-    hw = _require(raw, "hardware", name)
     base = os.path.basename(name)
     meta = raw.get("metadata") or {}
     gpu_text = (meta.get("supported_gpus") or [base.split("_")[0]])[0]

@@ -131,21 +131,20 @@ class _Models:
         self.gen = CostModel(hw, model, cfg.gen.layout, transceiver=tx)
         self.k = cfg.max_draft_len
         self.host = replace(cc.HOST_GATHER_MEASURED, cores=cfg.node_cores)
+        # memoised per instance: the same shapes recur thousands of times in a run
+        for name in ("gen_step", "prefill", "prefill_stages", "transfer"):
+            setattr(self, name, functools.lru_cache(maxsize=None)(getattr(self, name)))
 
-    @functools.lru_cache(maxsize=None)
     def gen_step(self, batch: int, kv_bucket: int) -> float:
         return self.gen.generation_step_time(batch, kv_bucket, self.k)
 
-    @functools.lru_cache(maxsize=None)
     def prefill(self, tokens: int, requests: int) -> float:
         return self.ctx.prefill_time(tokens, requests)
 
-    @functools.lru_cache(maxsize=None)
     def prefill_stages(self, tokens: int, requests: int) -> tuple[float, ...]:
         g = [RequestGroup(requests, tokens / requests, 0.0, 1, context=True)]
         return tuple(self.ctx.stage_time(s, g) for s in range(self.ctx.layout.pp))
 
-    @functools.lru_cache(maxsize=None)
     def transfer(self, tokens: int) -> float:
         return self.ctx.kv_transfer_time(tokens, self.gen.layout)
 
