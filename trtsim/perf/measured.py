@@ -7,8 +7,8 @@ from __future__ import annotations
 # minus the same step replayed from a CUDA graph, seconds, by batch per rank.
 # benchmarks/bench_worker_step.py on one NVIDIA H200 (torch 2.11, CUDA 13), 2026-11-29,
 # DeepSeek-V3-like drafter sizes (hidden 7168, vocab 129,280, bf16, K = 3); median of 30
-# steps; docs/figures/worker_step_h200.log. Batch 128's eager step was not measured (the
-# device time ran out): the batch-32 figure stands in for larger batches.
+# steps; docs/figures/worker_step_h200.log. Batch 128's eager step was not measured:
+# the batch-32 figure stands in for larger batches.
 WORKER_EAGER_MINUS_GRAPH_S = {8: 2.294e-3 - 1.646e-3, 32: 2.071e-3 - 1.834e-3}
 WORKER_STEP_SOURCE = "benchmarks/bench_worker_step.py, NVIDIA H200, 2026-11-29"
 
