@@ -13,11 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
-def _check_positive(**sizes: int) -> None:
-    for name, value in sizes.items():
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name}={value!r} must be an integer >= 1")
+from .checks import require_ints
 
 
 @dataclass(frozen=True)
@@ -32,8 +28,7 @@ class Mapping:
     enable_attention_dp: bool = False
 
     def __post_init__(self) -> None:
-        _check_positive(tp_size=self.tp_size, pp_size=self.pp_size, cp_size=self.cp_size,
-                        world_size=self.world_size)
+        require_ints(self, "tp_size", "pp_size", "cp_size", "world_size")
         product = self.tp_size * self.pp_size * self.cp_size
         if product != self.world_size:
             raise ValueError(

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import random
+
+from ..checks import require_int, require_ints
 from dataclasses import dataclass
 
 LOOPS = ("auto", "plain", "overlap", "pp")
 PP_HANDLING = ("ring_count", "on_arrival")
 BENCHMARK_FILL = ("off", "fail_fast", "watchdog")
-
-
-def _positive(name: str, value, allow_zero: bool = False) -> None:
-    low = 0 if allow_zero else 1
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise ValueError(f"{name}={value!r} must be an integer >= {low}")
 
 
 @dataclass(frozen=True)
@@ -47,9 +43,8 @@ class ExecutorConfig:
         if self.pp_handling not in PP_HANDLING:
             raise ValueError(f"pp_handling={self.pp_handling!r}; expected one of "
                              f"{', '.join(PP_HANDLING)}")
-        for name in ("max_iterations", "max_batch_size", "max_num_tokens", "kv_blocks",
-                     "watchdog_iters"):
-            _positive(name, getattr(self, name))
+        require_ints(self, "max_iterations", "max_batch_size", "max_num_tokens", "kv_blocks",
+                     "watchdog_iters")
         if not isinstance(self.forward_ms, (int, float)) or self.forward_ms < 0:
             raise ValueError(f"forward_ms={self.forward_ms!r} must be a number >= 0")
 
@@ -80,8 +75,8 @@ class ServingWorkload:
     dp_offset: int = 0          # attention DP: request i on DP rank (i + dp_offset) % tp
 
     def __post_init__(self) -> None:
-        _positive("num_requests", self.num_requests)
-        _positive("arrival_interval", self.arrival_interval, allow_zero=True)
+        require_int("num_requests", self.num_requests)
+        require_int("arrival_interval", self.arrival_interval, low=0)
         for name in ("input_len", "output_len"):
             value = getattr(self, name)
             bounds = value if isinstance(value, tuple) else (value, value)

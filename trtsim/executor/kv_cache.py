@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ..checks import require_ints
 from ..mapping import Mapping, pp_layer_split
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
@@ -36,11 +37,8 @@ class KvCacheConfig:
     blocks_per_layer: int = 256
 
     def __post_init__(self) -> None:
-        for name in ("num_layers", "num_kv_heads", "head_dim", "tokens_per_block",
-                     "max_seq_len", "blocks_per_layer"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r} must be an integer >= 1")
+        require_ints(self, "num_layers", "num_kv_heads", "head_dim", "tokens_per_block",
+                     "max_seq_len", "blocks_per_layer")
         if self.windows is not None and (not self.windows or any(
                 not isinstance(w, int) or w < 1 for w in self.windows)):
             raise ValueError(f"windows={self.windows!r} must be positive integers")

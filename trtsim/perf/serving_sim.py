@@ -19,6 +19,7 @@ import heapq
 import random
 from dataclasses import dataclass, field, replace
 
+from ..checks import require_ints
 from . import comm_cost as cc
 from .client import RequestRecord, serving_metrics
 from .hardware import get_hardware
@@ -39,10 +40,7 @@ class InstanceConfig:
     max_num_tokens: int = 8192
 
     def __post_init__(self) -> None:
-        for name in ("servers", "tp", "pp", "ep", "max_batch_size", "max_num_tokens"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name}={v!r} must be an integer >= 1")
+        require_ints(self, "servers", "tp", "pp", "ep", "max_batch_size", "max_num_tokens")
 
     @property
     def layout(self) -> Layout:
@@ -66,11 +64,8 @@ class BenchmarkConfig:
     stream_interval: int = 1          # generation steps per streamed chunk (the server's knob)
 
     def __post_init__(self) -> None:
-        for name in ("concurrency", "num_prompts", "multi_round", "input_length", "output_length",
-                     "stream_interval"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name}={v!r} must be an integer >= 1")
+        require_ints(self, "concurrency", "num_prompts", "multi_round", "input_length",
+                     "output_length", "stream_interval")
 
 
 @dataclass(frozen=True)
