@@ -1,6 +1,7 @@
 """Plain reference implementations of trtsim.kernels, for tests only: Python loops over lists,
 written from DESIGN 3.6/3.7 and the SGLang / vLLM / TensorRT-LLM semantics, sharing no code
-with the kernels. Also the marker for tests that need a GPU and CuPy."""
+with the kernels. Also the marker for tests that need a GPU and CuPy, and the pieces every
+kernel test file shares (dtypes, hypothesis settings, the ragged MTP batch)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 
 import pytest
 import torch
+from hypothesis import HealthCheck, settings
 
 HAS_CUPY = importlib.util.find_spec("cupy") is not None
 HAS_CUDA = torch.cuda.is_available()
@@ -19,6 +21,26 @@ requires_cuda = pytest.mark.skipif(not (HAS_CUDA and HAS_CUPY),
 def gpu(fn):
     """Mark a test as a GPU test that skips cleanly without CUDA or CuPy."""
     return pytest.mark.gpu(requires_cuda(fn))
+
+
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def kernel_settings(max_examples: int):
+    """Hypothesis settings for kernel property tests: no deadline (first calls compile)."""
+    return settings(max_examples=max_examples, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow])
+
+
+def ragged_batch(g, num_context, num_gen, k, h, dtype, max_prompt):
+    """A flattened MTP batch: context requests first (random prompt lengths), then generation
+    requests of k + 1 tokens each. Returns input_ids [t] int32, seq_lens [r] int32, hidden [t, h]."""
+    prompt_lens = torch.randint(1, max_prompt + 1, (num_context,), generator=g)
+    seq_lens = torch.cat([prompt_lens, torch.full((num_gen,), k + 1)]).int()
+    t = int(seq_lens.sum())
+    input_ids = torch.randint(0, 1000, (t,), generator=g).int()
+    hidden = torch.randn(t, h, generator=g).to(dtype)
+    return input_ids, seq_lens, hidden
 
 
 # ---- argmax ---------------------------------------------------------------------------------

@@ -2,23 +2,20 @@
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.kernel_reference import gpu, ref_update_ring
+from tests.kernel_reference import (FLOAT_DTYPES, gpu, kernel_settings, ragged_batch,
+                                    ref_update_ring)
 from trtsim.kernels import update_hidden_ring
 
-DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DTYPES = FLOAT_DTYPES
+SETTINGS = kernel_settings(50)
 
 
 def make_case(seed, num_context, num_gen, k, h, dtype, num_slots=16, max_prompt=9):
     g = torch.Generator().manual_seed(seed)
-    prompt_lens = torch.randint(1, max_prompt + 1, (num_context,), generator=g)
-    seq_lens = torch.cat([prompt_lens, torch.full((num_gen,), k + 1)]).int()
-    t = int(seq_lens.sum())
-    input_ids = torch.randint(0, 1000, (t,), generator=g).int()
-    hidden = torch.randn(t, h, generator=g).to(dtype)
+    input_ids, seq_lens, hidden = ragged_batch(g, num_context, num_gen, k, h, dtype, max_prompt)
     num_acc = torch.randint(1, k + 2, (num_context + num_gen,), generator=g).int()
     slots = torch.randperm(num_slots, generator=g)[:num_context + num_gen].int()
     past_tokens = torch.randint(0, 1000, (num_slots, k), generator=g).int()

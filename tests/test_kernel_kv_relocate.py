@@ -3,14 +3,15 @@ CUDA against the CPU twin."""
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.kernel_reference import gpu, random_layout, ref_relocate_kv
+from tests.kernel_reference import (FLOAT_DTYPES, gpu, kernel_settings, random_layout,
+                                    ref_relocate_kv)
 from trtsim.kernels import relocate_kv, verify_tree_greedy
 
-DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.uint8)
-SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DTYPES = (*FLOAT_DTYPES, torch.uint8)
+SETTINGS = kernel_settings(50)
 
 
 def make_case(seed, bs, n, s, planes, d, dtype, max_seq=40, num_slots=None, shuffled=False):

@@ -3,14 +3,14 @@
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.kernel_reference import gpu, ref_rejection
+from tests.kernel_reference import FLOAT_DTYPES, gpu, kernel_settings, ref_rejection
 from trtsim.kernels import rejection_sample
 
-DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DTYPES = FLOAT_DTYPES
+SETTINGS = kernel_settings(60)
 
 
 def probs(g, rows, vocab, dtype, peaked):

@@ -2,14 +2,15 @@
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from tests.kernel_reference import gpu, ref_argmax, ref_sample_accept, rows_of
+from tests.kernel_reference import (FLOAT_DTYPES, gpu, kernel_settings, ref_argmax,
+                                    ref_sample_accept, rows_of)
 
 from trtsim.kernels import mtp_sample_and_accept
 
-DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+DTYPES = FLOAT_DTYPES
+SETTINGS = kernel_settings(60)
 
 
 def make_case(seed, num_context, num_gen, k, vocab, dtype, ties, special, accept_rate):

@@ -3,14 +3,15 @@ verification: numba twins against the plain references; CUDA against the twins."
 
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.kernel_reference import gpu, random_layout, ref_build_tree, ref_verify_tree
+from tests.kernel_reference import (gpu, kernel_settings, random_layout, ref_build_tree,
+                                    ref_verify_tree)
 from trtsim.kernels import (build_dynamic_tree, expand_tree_level, select_tree_candidates,
                             verify_tree_greedy)
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = kernel_settings(60)
 
 
 def draft_tree(seed, bs, topk, depth, n, vocab=6, quantized=True):
