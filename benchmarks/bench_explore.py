@@ -11,7 +11,7 @@ import os
 import platform
 import time
 
-from trtsim.explore import explore
+from trtsim.app.explore import explore
 
 
 def main():

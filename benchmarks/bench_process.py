@@ -30,7 +30,8 @@ import torch
 import torch.distributed as tdist
 
 import trtsim
-from trtsim.launch import InstanceLayout, LaunchConfig, run_ranks
+from trtsim.comm.launcher import LaunchConfig, run_ranks
+from trtsim.layout import InstanceLayout
 
 
 # -- 1. guard overhead --------------------------------------------------------------------

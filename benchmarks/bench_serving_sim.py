@@ -13,8 +13,8 @@ import platform
 import statistics
 import time
 
-from trtsim.perf import control_plane
-from trtsim.perf.perf_scenario import run_perf
+from trtsim.jobs import control_plane
+from trtsim.jobs.perf_run import run_perf
 
 
 def main():

@@ -12,7 +12,7 @@ import platform
 import statistics
 import time
 
-from trtsim.run import run
+from trtsim.jobs.run import run
 
 
 def timed(source, overrides, repeat):

@@ -3,7 +3,7 @@
 import pytest
 
 from trtsim.disagg.ring_consensus import combine
-from trtsim.run import run
+from trtsim.jobs.run import run
 
 
 def test_outcome_precedence():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trtsim.run import run
+from trtsim.jobs.run import run
 
 SCENARIO = "scenarios/executor_ctx_adp4_gen_tp8.yaml"
 SMALL = {"workload.num_requests": 16, "workload.arrival_interval": 2}

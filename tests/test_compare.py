@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from trtsim.compare import Comparison, compare
+from trtsim.app.compare import Comparison, compare
 
 
 def test_delta_and_table():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trtsim.run import run
+from trtsim.jobs.run import run
 
 SMALL = {"workload.num_requests": 12, "workload.arrival_interval": 1,
          "workload.input_len": [16, 64], "workload.output_len": [2, 6]}

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 
 import trtsim
 from trtsim import strategies as tst
-from trtsim.explore import explore
-from trtsim.run import run
+from trtsim.app.explore import explore
+from trtsim.jobs.run import run
 
 UNGUARDED = {"transceiver.sticky_skip": "unguarded", "guard": "lockstep"}
 

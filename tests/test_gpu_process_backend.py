@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import trtsim
-from trtsim.launch import InstanceLayout, LaunchConfig, run_ranks
+from trtsim.comm.launcher import LaunchConfig, run_ranks
+from trtsim.layout import InstanceLayout
 from tests import programs
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
@@ -39,7 +40,7 @@ def test_skip_is_reported_with_cuda_tensors_in_flight():
 
 
 def test_kv_transfer_on_nccl_fallback():
-    from trtsim.run import run as run_scenario
+    from trtsim.jobs.run import run as run_scenario
     res = run_scenario("scenarios/kv_transfer.yaml", backend="nccl",
                        overrides={"topology": "tp2_pp1"})
     assert res.verdict == "ok" and res.kv_verified is True

@@ -3,7 +3,7 @@
 import pytest
 
 import trtsim
-from trtsim.run import run
+from trtsim.jobs.run import run
 
 WINDOWS = {"none": None, "w24": 24, "w256_24": [256, 24]}
 BOUNDARY = [1, 7, 8, 9, 23, 24, 25, 32, 33]
@@ -64,12 +64,13 @@ def test_the_fix_holds_under_lockstep():
 
 
 def test_tampered_block_is_caught():
-    from trtsim.disagg import transfer_job
-    from trtsim.launch import InstanceLayout, LaunchConfig, run_ranks
+    from trtsim.comm.launcher import LaunchConfig, run_ranks
+    from trtsim.jobs import transfer_job
+    from trtsim.layout import InstanceLayout
     dep = trtsim.topology("tp2_pp2")
     scen = trtsim.run  # noqa: F841 - keep the public name imported
     from trtsim.disagg.transceiver import DisaggPeers
-    from trtsim.executor.kv_cache import KvCacheConfig
+    from trtsim.state.kv_cache import KvCacheConfig
     job = transfer_job.TransferJob(DisaggPeers("ctx", dep.ctx, "gen", dep.gen), KvCacheConfig(),
                                    (30, 60))
     out = run_ranks([InstanceLayout("ctx", "ctx", dep.ctx), InstanceLayout("gen", "gen", dep.gen)],

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trtsim.run import run
+from trtsim.jobs.run import run
 
 pytestmark = pytest.mark.timeout(180)
 

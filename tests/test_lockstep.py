@@ -3,7 +3,8 @@
 import pytest
 
 import trtsim
-from trtsim.launch import InstanceLayout, LaunchConfig, run_ranks
+from trtsim.comm.launcher import LaunchConfig, run_ranks
+from trtsim.layout import InstanceLayout
 from tests import programs
 
 

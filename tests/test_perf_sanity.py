@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from trtsim.perf.perf_sanity import import_perf_sanity
-from trtsim.perf.perf_scenario import load_perf
-from trtsim.scenario import ScenarioError
+from trtsim.scenario.perf_sanity import import_perf_sanity
+from trtsim.scenario.perf import load_perf
+from trtsim.scenario.functional import ScenarioError
 
 DIR = "tests/data/perf_sanity"
 

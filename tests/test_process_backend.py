@@ -14,7 +14,8 @@ import time
 import pytest
 
 import trtsim
-from trtsim.launch import InstanceLayout, LaunchConfig, run_ranks
+from trtsim.comm.launcher import LaunchConfig, run_ranks
+from trtsim.layout import InstanceLayout
 from tests import programs
 
 pytestmark = pytest.mark.timeout(120)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from trtsim.scenario import ScenarioError, load_scenario
+from trtsim.scenario.functional import ScenarioError, load_scenario
 
 
 @pytest.mark.parametrize("overrides,message", [
@@ -49,8 +49,8 @@ def test_off_stays_a_string():
 
 def test_every_shipped_scenario_loads():
     import glob
-    from trtsim.perf.perf_scenario import is_perf, load_perf
-    from trtsim.scenario import load_raw
+    from trtsim.scenario.perf import is_perf, load_perf
+    from trtsim.scenario.functional import load_raw
     for path in glob.glob("scenarios/*.yaml"):
         (load_perf if is_perf(load_raw(path)[0]) else load_scenario)(path)
 

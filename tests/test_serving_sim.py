@@ -4,10 +4,11 @@ import time
 
 import pytest
 
-from trtsim.perf.perf_scenario import load_perf, run_perf
+from trtsim.jobs.perf_run import run_perf
+from trtsim.scenario.perf import load_perf
 from trtsim.perf.serving_sim import (BenchmarkConfig, ControlPlane, InstanceConfig, PerfConfig,
                                      _Models, simulate)
-from trtsim.scenario import ScenarioError
+from trtsim.scenario.functional import ScenarioError
 
 
 def single(concurrency=1, prompts=4, k=0, alpha=0.0, control=ControlPlane(), osl=8):

@@ -3,7 +3,7 @@
 import pytest
 
 import trtsim
-from trtsim.topology import format_table
+from trtsim.layout.topology import format_table
 
 FIRST = ["tp1_pp1", "tp2_pp1", "tp1_pp2", "tp2_pp2", "tp4_pp1", "tp1_pp4", "tp4_pp2", "tp2_pp4"]
 

@@ -10,61 +10,11 @@ are ranks of this instance, or a ``Peer`` for a rank of another instance (the KV
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
-from ..mapping import Mapping
+from ..layout.places import Peer, RankPlace
 from .records import CallRecord, find_callsite, signature_of
 from .semantics import REDUCE_OPS
-
-
-class Peer(NamedTuple):
-    """A rank of another instance of the deployment (``instance`` by name)."""
-
-    instance: str
-    rank: int
-
-
-@dataclass(frozen=True)
-class RankPlace:
-    """Where one rank sits in a launch: its instance, mapping and global numbering.
-
-    ``offsets`` maps every instance name to the global rank of its rank 0, so p2p peers in
-    other instances can be addressed; global ranks are what records and reports carry.
-    """
-
-    mapping: Mapping
-    instance: str = ""
-    offset: int = 0
-    offsets: tuple[tuple[str, int, int], ...] = ()   # (instance, offset, world_size)
-    role: str = ""                                  # "ctx" | "gen" | "" (plain launch)
-    delay: float = 0.0                              # seconds of extra work before each call
-
-    @property
-    def global_rank(self) -> int:
-        return self.offset + self.mapping.rank
-
-    @property
-    def name(self) -> str:
-        """``gen rank 3`` in a deployment, ``rank 3`` in a plain launch."""
-        return f"{self.instance} rank {self.mapping.rank}" if self.instance else \
-            f"rank {self.mapping.rank}"
-
-    def to_global(self, local_ranks) -> tuple[int, ...]:
-        return tuple(self.offset + r for r in local_ranks)
-
-    def peer_global(self, peer: "int | Peer") -> int:
-        if isinstance(peer, Peer):
-            for name, offset, size in self.offsets:
-                if name == peer.instance:
-                    if not 0 <= peer.rank < size:
-                        raise ValueError(f"{peer}: rank out of range for instance of {size} ranks")
-                    return offset + peer.rank
-            raise ValueError(f"unknown instance {peer.instance!r} in {peer}")
-        if not isinstance(peer, int) or not 0 <= peer < self.mapping.world_size:
-            raise ValueError(f"peer rank {peer!r} out of range for world_size="
-                             f"{self.mapping.world_size}")
-        return self.offset + peer
 
 
 class Transport(Protocol):
@@ -86,12 +36,7 @@ class Distributed:
         self._transport = transport
         self._iteration = 0
         self._seq: Counter = Counter()
-        m = place.mapping
-        self._groups = {
-            "tp": place.to_global(m.tp_group), "pp": place.to_global(m.pp_group),
-            "cp": place.to_global(m.cp_group), "tp_cp": place.to_global(m.tp_cp_group),
-            "world": place.to_global(m.world_group),
-        }
+        self._groups = place.groups()
         self.census: Counter = Counter()   # (iteration, group kind, label or op) -> calls
 
     # -- identity ------------------------------------------------------------------------
@@ -263,14 +208,3 @@ class Distributed:
 
 def _is_tensor(x) -> bool:
     return hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "device")
-
-
-def group_table(places: list[RankPlace]) -> dict[tuple[str, str], list[tuple[int, ...]]]:
-    """Every group of every kind, per instance: (instance, kind) -> sorted global-rank tuples."""
-    table: dict[tuple[str, str], set] = {}
-    for p in places:
-        m = p.mapping
-        for kind, ranks in (("tp", m.tp_group), ("pp", m.pp_group), ("cp", m.cp_group),
-                            ("tp_cp", m.tp_cp_group), ("world", m.world_group)):
-            table.setdefault((p.instance, kind), set()).add(p.to_global(ranks))
-    return {k: sorted(v) for k, v in table.items()}

@@ -47,6 +47,11 @@ class _Pickled:
         self.data = data
 
 
+def nbytes(payload: Any) -> int:
+    """Bytes of a tensor payload (what the clock model prices); 0 for host objects."""
+    return payload.numel() * payload.element_size() if isinstance(payload, torch.Tensor) else 0
+
+
 def allgather(payloads: list[Any]) -> list[list[Any]]:
     frozen = [freeze(p) for p in payloads]
     return [[thaw(b) for b in frozen] for _ in payloads]

@@ -16,7 +16,7 @@ import enum
 import torch
 
 from ..comm.distributed import Distributed, Peer
-from ..executor.kv_cache import KVCacheManager
+from ..state.kv_cache import KVCacheManager
 from .transfer_plan import Piece, piece_numel
 
 TAG_BASE = 1000

@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..comm.distributed import Distributed
-from ..executor.kv_cache import KVCacheManager
-from ..executor.request import LlmRequest, LlmRequestState
-from ..topology import InstanceSpec
+from ..state.kv_cache import KVCacheManager
+from ..state.request import LlmRequest, LlmRequestState
+from ..layout.topology import InstanceSpec
 from .consensus import combine_outcomes, find_consensus_request_ids
 from .ring_consensus import RingConsensus
 from .sessions import RxSession, SessionStatus, TxSession, WaitResult

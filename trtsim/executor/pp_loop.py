@@ -23,7 +23,7 @@ from collections import deque
 
 import torch
 
-from .request import LlmRequest, LlmRequestState as S
+from ..state.request import LlmRequest, LlmRequestState as S
 from .scheduler import schedule
 
 TAG_FETCH, TAG_SCHED, TAG_ACT, TAG_SAMPLE = 11, 12, 13, 14

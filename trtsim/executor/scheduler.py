@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Iterable
 
 from .config import ExecutorConfig
-from .kv_cache import KVCacheManager
-from .request import LlmRequest, LlmRequestState as S
+from ..state.kv_cache import KVCacheManager
+from ..state.request import LlmRequest, LlmRequestState as S
 
 _IN_FLIGHT = (S.DISAGG_GENERATION_TRANS_IN_PROGRESS, S.DISAGG_GENERATION_TRANS_COMPLETE,
               S.GENERATION_IN_PROGRESS)

@@ -161,6 +161,10 @@ class HostGatherParams:
         if isinstance(self.cores, bool) or not isinstance(self.cores, int) or self.cores < 1:
             raise ValueError(f"HostGatherParams.cores={self.cores!r} must be an int >= 1")
 
+    def __call__(self, n_ranks: int, payload_bytes: float) -> float:
+        """The price of one gather: these parameters as a virtual clock's host price."""
+        return host_gather_cost(n_ranks, payload_bytes, self)
+
 
 # Fitted by benchmarks/bench_host_gather.py (gloo, 2/4/8 spawned processes, 16 B - 64 KB) on the
 # 2-core development VM on 2026-11-29; see docs/COST_MODEL.md for the run and its fit error.

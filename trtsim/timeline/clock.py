@@ -8,26 +8,26 @@ completes at the later of its own arrival and the send's clock plus the transfer
 clock travels with the call records, so the same rank code gives the same timeline on every
 backend.
 
-Costs: host-object collectives are pickled gathers whose cost was measured on this machine
-(``perf.comm_cost.host_gather_cost``); tensors use the link model of ``ClockModel``.
+Costs: a host-object collective's price is given by whoever composes the run (the launch and
+the scenario jobs use the performance model's measured host-gather cost); without one it is
+free. Tensors use the link model of ``ClockModel``.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, replace
-
-from ..perf.comm_cost import HOST_GATHER_MEASURED, HostGatherParams, host_gather_cost
+from dataclasses import dataclass
+from typing import Callable
 
 OBJECT_BYTES = 256          # a small pickled host object (ids, states): the payload assumed
 
 
 @dataclass(frozen=True)
 class ClockModel:
-    """What communication costs in virtual time."""
+    """What communication costs in virtual time. ``host_gather(group_size, payload_bytes)``
+    prices one host-object collective (hashable: models are memoised)."""
 
-    host: HostGatherParams = HOST_GATHER_MEASURED
-    cores: int = 64                       # host cores of a node: gathers are not oversubscribed
+    host_gather: Callable[[int, float], float] | None = None
     tensor_bandwidth: float = 100e9       # bytes/s for tensor collectives and p2p (NVLink-class)
     tensor_latency: float = 5e-6          # s per tensor collective or message
     object_bytes: int = OBJECT_BYTES
@@ -43,14 +43,16 @@ class ClockModel:
 
     def transfer_time(self, nbytes: int, is_tensor: bool) -> float:
         if not is_tensor:
-            return host_gather_cost(2, self.object_bytes, replace(self.host, cores=self.cores)) / 2
+            return _host_cost(self, 2) / 2
         return self.tensor_latency + nbytes / self.tensor_bandwidth
 
 
 @functools.lru_cache(maxsize=256)
 def _host_cost(model: ClockModel, group_size: int) -> float:
     """A host-object collective's price (memoised: it sits on the inproc hot path)."""
-    return host_gather_cost(group_size, model.object_bytes, replace(model.host, cores=model.cores))
+    if model.host_gather is None:
+        return 0.0
+    return model.host_gather(group_size, model.object_bytes)
 
 
 @dataclass(frozen=True)
@@ -63,10 +65,15 @@ class Wait:
     call: str
 
 
+def last_arrival(arrivals: dict[int, float]) -> int:
+    """The member that arrived last (the lowest rank among ties)."""
+    return max(sorted(arrivals), key=lambda r: arrivals[r])
+
+
 def complete_collective(arrivals: dict[int, float], cost: float, call: str
                         ) -> tuple[float, list[Wait]]:
     """(completion time, waits) for members arriving at ``arrivals`` (rank -> clock)."""
-    last_rank = max(sorted(arrivals), key=lambda r: arrivals[r])
+    last_rank = last_arrival(arrivals)
     last = arrivals[last_rank]
     waits = [Wait(r, last_rank, last - t, call) for r, t in sorted(arrivals.items())
              if t < last]
@@ -113,3 +120,21 @@ class RankClock:
 def receive_time(recv_arrival: float, send_clock: float, transfer: float) -> float:
     """When a p2p receive completes."""
     return max(recv_arrival, send_clock + transfer)
+
+
+def finish_receive(clock: RankClock, send_clock: float, transfer: float, call: str,
+                   peer: int) -> None:
+    """A p2p receive completes at the later of the receiver's own arrival (now) and the send's
+    clock plus the transfer; any wait before that is attributed to the sender."""
+    arrival = clock.now
+    end = receive_time(arrival, send_clock, transfer)
+    clock.finish_call(arrival, end, call, peer if end > arrival else None, end, kind="p2p")
+
+
+def finish_collective(clock: RankClock, rank: int, arrivals: dict[int, float], cost: float,
+                      call: str) -> None:
+    """Member ``rank`` leaves the collective at the latest arrival plus its cost, having waited
+    for the last member from its own arrival."""
+    end, _ = complete_collective(arrivals, cost, call)
+    last = last_arrival(arrivals)
+    clock.finish_call(arrivals[rank], end, call, last if last != rank else None, end - cost)

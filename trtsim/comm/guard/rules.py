@@ -1,0 +1,104 @@
+"""Matching rules of the collective-symmetry guard (pure functions over call records).
+
+How the guard sees a skip
+-------------------------
+Every member of a group numbers its calls on that group (``seq``). A communicator pairs the
+n-th call of each member, whatever the calls are for. When one member skips a call, its *next*
+call on the group takes the skipped call's place: same op, same sequence, often the same shape
+(DESIGN 4). What differs is the purpose: the record of the skipping rank carries a later
+executor iteration, or another label, or (when the call is unlabelled) another call site.
+So the rule is: at each group sequence every member's record must agree on op, signature,
+root, reduce op, label and iteration, and on the call site when no label names the purpose.
+The first two records that disagree are reported; nothing waits for the rest.
+"""
+
+from __future__ import annotations
+
+from ..errors import CollectiveMismatch, rank_name
+from ..records import CallRecord
+
+# Fields compared at one group sequence, in the order a report names them; the last entry
+# is the call's purpose when no label names it.
+MATCH_FIELDS = ("op", "root", "reduce_op", "signature", "label", "iteration", "callsite")
+
+
+def match_key(rec: CallRecord) -> tuple:
+    """What members of a group must agree on at one sequence: the rule itself. Two records
+    match exactly when their keys are equal; the process backend hashes this key."""
+    return (rec.op, rec.root, rec.reduce_op, rec.signature, rec.label, rec.iteration,
+            rec.callsite if rec.label is None else None)
+
+
+def differences(a: CallRecord, b: CallRecord) -> tuple[str, ...]:
+    """The fields in which two records of one group sequence disagree."""
+    return tuple(f for f, x, y in zip(MATCH_FIELDS, match_key(a), match_key(b)) if x != y)
+
+
+def can_pair(a: CallRecord, b: CallRecord) -> bool:
+    """Whether a real communicator could execute the two calls together (guard off): the
+    mechanics agree, whatever the purpose."""
+    return a.op == b.op and a.root == b.root and a.reduce_op == b.reduce_op and (
+        a.signature == b.signature or "tensor" not in a.signature + b.signature)
+
+
+def check_group_call(records: dict[int, CallRecord]) -> CollectiveMismatch | None:
+    """The mismatch among the records members posted at one group sequence, or None.
+
+    ``records`` maps global rank -> record; members that have not arrived are absent.
+    The reference is the lowest rank's record, so reports are stable across schedules.
+    """
+    if len(records) < 2:
+        return None
+    ranks = sorted(records)
+    ref = records[ranks[0]]
+    for rank in ranks[1:]:
+        diff = differences(ref, records[rank])
+        if diff:
+            return mismatch_error(ref, records[rank], diff, records)
+    return None
+
+
+def mismatch_error(a: CallRecord, b: CallRecord, diff: tuple[str, ...],
+                   records: dict[int, CallRecord]) -> CollectiveMismatch:
+    """Build the report for two disagreeing records of one group sequence."""
+    field = diff[0] if "iteration" not in diff else "iteration"
+    summary = (f"{a.group_kind} group {list(a.group_ranks)}: call #{a.seq} differs in "
+               f"{', '.join(diff)} ({rank_name(a)}: {_show(a, field)}, "
+               f"{rank_name(b)}: {_show(b, field)})")
+    divergent = tuple(sorted(r for r, rec in records.items() if differences(a, rec))) or (b.rank,)
+    return CollectiveMismatch(
+        summary, group_kind=a.group_kind, group_ranks=a.group_ranks,
+        ranks=tuple(sorted({a.rank, *divergent})), calls=dict(records),
+        explanation=explain_mismatch(a, b, diff))
+
+
+def _show(rec: CallRecord, field: str) -> str:
+    value = getattr(rec, field, None) if field != "callsite" else rec.callsite
+    return repr(value) if isinstance(value, str) and field != "callsite" else str(value)
+
+
+def explain_mismatch(a: CallRecord, b: CallRecord, diff: tuple[str, ...]) -> str:
+    """One line saying what most likely happened."""
+    name_a, name_b = rank_name(a), rank_name(b)
+    call = f"{a.group_kind}_{a.op}" if a.group_kind not in ("world", "p2p") else a.op
+    if "iteration" in diff:
+        ahead, behind = (b, a) if b.iteration > a.iteration else (a, b)
+        return (f"{rank_name(ahead)} reached {call} #{a.seq} in iteration {ahead.iteration} "
+                f"while {rank_name(behind)} is still in iteration {behind.iteration}: "
+                f"{rank_name(ahead)} skipped a call (or {rank_name(behind)} made an extra one)")
+    if "op" in diff:
+        return (f"{name_a} called {a.op} while {name_b} called {b.op} at the same position: "
+                "the members run different code paths")
+    if "label" in diff:
+        return (f"{name_a} entered {a.label!r} while {name_b} entered {b.label!r} at the same "
+                "position: the calls are out of order, or one rank skipped one")
+    if "root" in diff:
+        return f"the members disagree on the root ({name_a}: {a.root}, {name_b}: {b.root})"
+    if "reduce_op" in diff:
+        return (f"the members disagree on the reduce op ({name_a}: {a.reduce_op}, "
+                f"{name_b}: {b.reduce_op})")
+    if "signature" in diff:
+        return (f"the payloads differ ({name_a}: {a.signature}, {name_b}: {b.signature}): "
+                "a real communicator would read or write the wrong number of bytes")
+    return (f"the same {call} was entered from different call sites with no label "
+            f"({a.callsite} vs {b.callsite}): give the calls a label= if they serve one purpose")

@@ -1,0 +1,44 @@
+"""One rank's view of the inproc world: the Transport of its Distributed."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...timeline.clock import RankClock
+from ..records import CallRecord
+from .kernel import Kernel
+from .mailbox import Mailbox
+from .rendezvous import Rendezvous
+
+
+class InprocTransport:
+    """Routes rank ``rank``'s calls to the world's resources."""
+
+    def __init__(self, rank: int, kernel: Kernel, rendezvous: Rendezvous, mailbox: Mailbox,
+                 clock: RankClock, on_iteration: Callable[[int, int], None]):
+        self.rank, self.kernel, self.rendezvous, self.mailbox = rank, kernel, rendezvous, mailbox
+        self.clock = clock
+        self._on_iteration = on_iteration
+
+    def collective(self, rec: CallRecord, payload: Any) -> Any:
+        self.kernel.check()
+        return self.rendezvous.post(self.rank, rec, payload)
+
+    def send(self, rec: CallRecord, payload: Any, blocking: bool):
+        self.kernel.check()
+        return self.mailbox.send(self.rank, rec, payload, blocking)
+
+    def recv(self, rec: CallRecord, buffer: Any, blocking: bool = True) -> Any:
+        self.kernel.check()
+        return self.mailbox.recv(self.rank, rec, buffer, blocking)
+
+    def set_iteration(self, iteration: int) -> None:
+        self.kernel.check()
+        self._on_iteration(self.rank, iteration)
+
+    def delay(self, seconds: float) -> None:
+        """A slow rank: it gives up its turn one scheduling tick per millisecond, so every
+        other runnable rank may move first (deterministic in the seed, no wall time)."""
+        for _ in range(max(1, round(seconds * 1000))):
+            self.kernel.check()
+            self.kernel.step_aside(self.rank)

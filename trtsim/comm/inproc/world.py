@@ -1,0 +1,156 @@
+"""The inproc world: every rank of a launch in this process, composed from a scheduling
+kernel and two resources (the collective rendezvous, the p2p mailbox).
+
+The world owns what the run observes (clocks, the call trace, the lockstep tracker, each
+rank's iteration) and turns the kernel's state into reports: a deadlock is exact here, since
+no rank can run; the wait-for analysis explains it.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from typing import Any, Callable
+
+from ...layout.places import RankPlace
+from ...timeline.clock import ClockModel, RankClock
+from ..distributed import Distributed
+from ..errors import CollectiveTimeout, RankFailed
+from ..guard.lockstep import LockstepTracker
+from ..guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock
+from ..outcome import LaunchOutcome
+from ..records import CallRecord
+from .kernel import Kernel, Unwind
+from .mailbox import Mailbox
+from .rendezvous import Rendezvous
+from .transport import InprocTransport
+from .watchdog import DeadlineExpired, Watchdog
+
+
+class InprocWorld:
+    """One inproc launch: build the ranks, run them, report."""
+
+    def __init__(self, places: list[RankPlace], config, groups: dict, progress=None):
+        self.places = places
+        self.config = config
+        self.policy = config.policy
+        n = len(places)
+        self.kernel = Kernel(n, config.seed, config.timeout)
+        self.clock_model = config.clock_model or ClockModel()
+        self.clocks = [RankClock() for _ in range(n)]
+        self.trace: list[tuple[int, CallRecord]] | None = [] if config.trace else None
+        self.tracker = LockstepTracker(groups) if self.policy.tracks_groups else None
+        self.rendezvous = Rendezvous(self.kernel, self.policy, self.clocks, self.clock_model,
+                                     self._on_collective)
+        self.mailbox = Mailbox(self.kernel, self.clocks, self.clock_model, self._on_p2p)
+        self.iterations = {r: 0 for r in range(n)}
+        self.progress = progress
+        self._last_progress = time.monotonic()
+
+    # -- observation hooks ---------------------------------------------------------------
+    def _on_p2p(self, rec: CallRecord) -> None:
+        if self.trace is not None:
+            self.trace.append((self.kernel.steps, rec))
+
+    def _on_collective(self, rec: CallRecord) -> None:
+        self._on_p2p(rec)
+        if self.tracker is not None:
+            self.tracker.on_call(rec)
+            self._lockstep_verdict()
+
+    def _on_iteration(self, r: int, iteration: int | None) -> None:
+        if iteration is not None:
+            if self.iterations[r] == iteration:
+                return
+            self.iterations[r] = iteration
+        if self.tracker is not None:
+            self.tracker.on_progress(r, iteration)
+            self._lockstep_verdict()
+
+    def _lockstep_verdict(self) -> None:
+        if self.policy.divergence_fails and self.kernel.error is None and self.tracker.divergences:
+            self.kernel.report(self.tracker.first_mismatch())
+
+    # -- the run -------------------------------------------------------------------------
+    def run(self, program: Callable, args: tuple) -> LaunchOutcome:
+        kernel = self.kernel
+        dists = [Distributed(p, InprocTransport(r, kernel, self.rendezvous, self.mailbox,
+                                                self.clocks[r], self._on_iteration))
+                 for r, p in enumerate(self.places)]
+        results: list[Any] = [None] * len(dists)
+
+        def rank_main(r: int) -> None:
+            try:
+                results[r] = program(dists[r], *args)
+            except Unwind:
+                raise
+            except DeadlineExpired:
+                kernel.status[r] = FAILED
+                kernel.report(self._timeout_error())
+                return
+            except BaseException as exc:  # a rank's failure is a report, not a crash
+                self._fail(r, exc)
+                return
+            kernel.finish(r)
+            self._on_iteration(r, None)
+
+        with Watchdog(self.config.timeout):
+            try:
+                kernel.run([lambda r=r: rank_main(r) for r in range(len(dists))],
+                           self._check_deadlock, self._check_clock, self._idle)
+            except DeadlineExpired:
+                kernel.report(self._timeout_error())
+        return LaunchOutcome(results, kernel.error, [dict(d.census) for d in dists],
+                             list(self.tracker.divergences) if self.tracker else [],
+                             trace=self.trace or [], clocks=[c.events for c in self.clocks])
+
+    def _check_deadlock(self) -> None:
+        # Some ranks are blocked while others still run: a stuck set does not depend on the
+        # running ranks, so it can be reported now instead of when they end.
+        states = self.snapshot()
+        stuck = find_deadlock(states)
+        if stuck:
+            self.kernel.report(deadlock_error(states, stuck))
+
+    def _check_clock(self) -> None:
+        now = time.monotonic()
+        if now > self.kernel.deadline:
+            self.kernel.report(self._timeout_error())
+        elif self.progress is not None and now - self._last_progress >= 1.0:
+            self._last_progress = now
+            self.progress(f"iteration {max(self.iterations.values())}, "
+                          f"{len(self.kernel.finished)}/{len(self.places)} ranks done, "
+                          f"{self.kernel.steps} switches")
+
+    def _idle(self) -> None:
+        states = self.snapshot()
+        stuck = find_deadlock(states)
+        if not stuck:
+            raise RuntimeError("inproc scheduler: no rank can run, yet none is stuck")
+        self.kernel.report(deadlock_error(states, stuck))
+
+    def _fail(self, r: int, exc: BaseException) -> None:
+        self.kernel.finish(r, FAILED)
+        # The first frame is rank_main; the report starts at the rank program.
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))
+        self.kernel.report(RankFailed(f"{self.places[r].name} raised {type(exc).__name__}: {exc}",
+                                      rank=r, traceback=tb))
+
+    def _timeout_error(self) -> CollectiveTimeout:
+        states = self.snapshot()
+        details = []
+        for r, s in states.items():
+            where = f" in {s.call.short()} at {s.call.callsite}" if s.call else ""
+            details.append(f"rank {r}: {s.status}{where}")
+        return CollectiveTimeout(f"launch timed out after {self.config.timeout:g} s",
+                                 ranks=tuple(r for r, s in states.items() if not s.is_finished),
+                                 details=tuple(details))
+
+    def snapshot(self) -> dict[int, RankState]:
+        """Every rank's state as the wait-for analysis reads it."""
+        kernel = self.kernel
+        pending = self.mailbox.pending_sends()
+        return {r: RankState(r, kernel.status[r], kernel.blocked_call[r],
+                             self.rendezvous.posted[r], tuple(pending.get(r, ())),
+                             self.iterations[r], self.places[r].name)
+                for r in range(len(self.places))}

@@ -1,0 +1,60 @@
+"""run_ranks: run one rank program on every rank of a launch, on the chosen backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..layout.places import InstanceLayout, group_table, rank_places
+from ..timeline.clock import ClockModel
+from .guard.policy import GuardPolicy
+from .outcome import LaunchOutcome
+
+BACKENDS = ("inproc", "gloo", "nccl")
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """How to run the ranks: backend, guard mode, seed of the schedule, timeout in seconds."""
+
+    backend: str = "inproc"
+    guard: str = "strict"
+    seed: int = 0
+    timeout: float = 60.0
+    delays: tuple[tuple[int, float], ...] = ()     # (global rank, seconds before each call)
+    trace: bool = False                             # inproc: keep every call, for timelines
+    clock_model: ClockModel | None = None           # what calls cost in virtual time
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend={self.backend!r}; expected one of {', '.join(BACKENDS)}")
+        GuardPolicy(self.guard)
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
+            raise ValueError(f"seed={self.seed!r} must be an integer")
+        if not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
+            raise ValueError(f"timeout={self.timeout!r} must be a positive number of seconds")
+        for rank, seconds in self.delays:
+            if not isinstance(rank, int) or rank < 0 or not seconds >= 0:
+                raise ValueError(f"delays: {rank!r}: {seconds!r} must map a rank >= 0 to "
+                                 "seconds >= 0")
+
+    @property
+    def policy(self) -> GuardPolicy:
+        return GuardPolicy(self.guard)
+
+
+def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
+              config: LaunchConfig, progress: Callable[[str], None] | None = None) -> LaunchOutcome:
+    """Run ``program(dist, *args)`` on every rank; the outcome carries results or the report.
+    ``progress`` receives a line about once a second on long runs."""
+    places = rank_places(instances, config.delays)
+    groups = group_table(instances)
+    if config.backend == "inproc":
+        from .inproc.world import InprocWorld
+        world = InprocWorld(places, config, groups, progress)
+        return world.run(program, tuple(args))
+    from .process.torchrun import run_this_rank, under_torchrun
+    if under_torchrun():
+        return run_this_rank(places, program, tuple(args), config, groups)
+    from .process.launcher import run_processes
+    return run_processes(places, program, tuple(args), config, groups, progress)

@@ -1,0 +1,216 @@
+"""The launcher side of the process backend: spawn one process per rank, watch, tear down.
+
+The launcher owns the rendezvous store, the shared-memory ledger and a result queue. Its
+loop takes results and reports from the queue, polls the deadlock monitor, notices ranks that
+died without a word (a signal), and enforces the timeout. Whatever ends the launch -- a
+report, a failure, the timeout, Ctrl-C -- the teardown ends every rank process, releases the
+shared memory and the store, and only then does the launcher raise.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import pickle
+import queue as queue_mod
+import signal
+import time
+from datetime import timedelta
+from typing import Any, Callable
+
+import torch
+import torch.distributed as tdist
+
+from ...layout.places import RankPlace
+from ..errors import CollectiveError, CollectiveTimeout, RankFailed
+from ..outcome import LaunchOutcome
+from .ledger import ITERATION, READY_NS, Ledger
+from ..guard.lockstep import replay_lockstep
+from .monitor import DeadlockMonitor
+from .torchdist import failed_report, rank_main
+
+
+def device_plan(backend: str, num_ranks: int) -> tuple[dict, list[str]]:
+    """Which process-group backend and device each rank gets, and a note of any fallback."""
+    if backend == "gloo":
+        return {"pg_backend": "gloo", "stage_cuda": False, "devices": ["cpu"] * num_ranks}, []
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if gpus == 0:
+        raise ValueError("backend='nccl' needs CUDA GPUs, and torch sees none; use "
+                         "backend='gloo' or 'inproc'")
+    devices = [f"cuda:{r % gpus}" for r in range(num_ranks)]
+    if gpus >= num_ranks:
+        return {"pg_backend": "cpu:gloo,cuda:nccl", "stage_cuda": False, "devices": devices}, [
+            f"nccl: {num_ranks} ranks on {gpus} GPUs, one GPU per rank; host objects over gloo"]
+    return {"pg_backend": "gloo", "stage_cuda": True, "devices": devices}, [
+        f"nccl: {num_ranks} ranks but {gpus} GPU(s): NCCL refuses two ranks on one GPU, so the "
+        f"control plane and tensors go over gloo and ranks share the GPUs "
+        f"(rank r -> cuda:r mod {gpus})"]
+
+
+def _context():
+    """Fork-server processes with torch imported once: each rank forks from a warm server
+    instead of importing torch itself (seconds per rank on a small machine). The server never
+    touches CUDA, so forked ranks may initialise it."""
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["torch", "torch.distributed", "trtsim.comm.process.torchdist"])
+    return ctx
+
+
+def _picklable(what: str, obj: Any, backend: str) -> bytes:
+    try:
+        return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # noqa: BLE001
+        raise ValueError(f"backend={backend!r} runs ranks in spawned processes: the {what} must "
+                         f"be picklable (a module-level function, plain data): "
+                         f"{type(exc).__name__}: {exc}") from exc
+
+
+def run_processes(places: list[RankPlace], program: Callable, args: tuple, config,
+                  group_table: dict, progress=None) -> LaunchOutcome:
+    """Run ``program(dist, *args)`` in one spawned process per rank."""
+    program_blob = _picklable("rank program", program, config.backend)
+    args_blob = _picklable("args", args, config.backend)
+    n = len(places)
+    plan, notes = device_plan(config.backend, n)
+    ctx = _context()
+    wakeups = [ctx.Semaphore(0) for _ in range(n)]
+    ledger = Ledger.create(n, wakeups)
+    store = tdist.TCPStore("127.0.0.1", 0, n + 1, True, timeout=timedelta(seconds=60),
+                           wait_for_workers=False)
+    results_q = ctx.Queue()
+    procs: list = []
+    start_ns = time.monotonic_ns()
+    try:
+        for r in range(n):
+            p = ctx.Process(target=rank_main, name=f"trtsim-rank{r}", daemon=True, args=(
+                r, places, group_table, program_blob, args_blob, config.policy,
+                config.timeout, plan, ("127.0.0.1", store.port), ledger.name, results_q,
+                wakeups, config.clock_model))
+            p.start()
+            procs.append(p)
+        monitor = DeadlockMonitor(ledger, places)
+        watch = _Watch(places, procs, results_q, monitor, config, group_table, progress)
+        outcome = watch.run()
+        outcome.extras = [{"pid": procs[r].pid,
+                           "ready_s": (int(ledger.state[r, READY_NS]) - start_ns) / 1e9
+                           if ledger.state[r, READY_NS] else None} for r in range(n)]
+        outcome.notes = notes + outcome.notes
+        return outcome
+    finally:
+        ledger.abort()
+        _end_all(procs)
+        results_q.close()
+        results_q.cancel_join_thread()
+        ledger.close()
+        del store
+
+
+class _Watch:
+    """The launcher's loop over results, reports, deaths, deadlocks and the clock."""
+
+    def __init__(self, places, procs, results_q, monitor: DeadlockMonitor, config, groups: dict,
+                 progress=None):
+        self.places, self.procs, self.q, self.monitor, self.config = places, procs, results_q, \
+            monitor, config
+        self.groups = groups
+        self.progress = progress
+        n = len(places)
+        self.results: list[Any] = [None] * n
+        self.census: list[dict] = [{} for _ in range(n)]
+        self.logs: list[list] = [[] for _ in range(n)]
+        self.clocks: list[list] = [[] for _ in range(n)]
+        self.done: set[int] = set()
+        self.error: CollectiveError | None = None
+
+    def run(self) -> LaunchOutcome:
+        deadline = time.monotonic() + self.config.timeout
+        last_progress = time.monotonic()
+        n = len(self.places)
+        while len(self.done) < n and self.error is None:
+            if not self._take(timeout=0.01):
+                self.error = self.monitor.poll() or self._dead_rank()
+            now = time.monotonic()
+            if self.error is None and now > deadline:
+                self.error = self._timeout()
+            if self.progress is not None and now - last_progress >= 1.0:
+                last_progress = now
+                its = self.monitor.ledger.state[:, ITERATION]
+                self.progress(f"iteration {int(its.max())}, {len(self.done)}/{n} ranks done")
+        policy = self.config.policy
+        divergences, lock_err = replay_lockstep(self.groups, self.logs) \
+            if policy.tracks_groups else ([], None)
+        if self.error is None and policy.divergence_fails:
+            self.error = lock_err
+        return LaunchOutcome(self.results, self.error, self.census, divergences,
+                             clocks=self.clocks)
+
+    def _take(self, timeout: float) -> bool:
+        try:
+            msg = self.q.get(timeout=timeout)
+        except queue_mod.Empty:
+            return False
+        kind, rank = msg[0], msg[1]
+        if kind == "ok":
+            self.results[rank] = pickle.loads(msg[2])
+            self.census[rank], self.logs[rank], self.clocks[rank] = msg[3], msg[4], msg[5]
+            self.done.add(rank)
+        elif kind == "failed":
+            self.error = self.error or self._root_cause(
+                failed_report(rank, self.places, msg[2], msg[3]))
+        elif kind == "report":
+            self.error = self.error or pickle.loads(msg[2])
+        return True
+
+    def _root_cause(self, failure: RankFailed) -> RankFailed:
+        """A rank killed by a signal makes its peers' sockets fail at once; report the
+        killed rank, not the first peer that noticed."""
+        stop = time.monotonic() + 0.5
+        while time.monotonic() < stop:
+            for r, p in enumerate(self.procs):
+                if p.exitcode is not None and p.exitcode < 0:
+                    killed = self._signal_report(r, -p.exitcode)
+                    killed.details = (f"then {failure.summary.splitlines()[0]}",)
+                    return killed
+            time.sleep(0.01)
+        return failure
+
+    def _signal_report(self, r: int, signum: int) -> RankFailed:
+        return RankFailed(f"{self.places[r].name} was killed by {signal.Signals(signum).name}", rank=r,
+                          signal=signum)
+
+    def _dead_rank(self) -> RankFailed | None:
+        for r, p in enumerate(self.procs):
+            if r in self.done or p.exitcode is None:
+                continue
+            # It may have exited right after sending its message: drain before judging.
+            while self._take(timeout=0.05):
+                if self.error is not None or r in self.done:
+                    return self.error if self.error is not None else None
+            if r in self.done:
+                continue
+            if p.exitcode < 0:
+                return self._signal_report(r, -p.exitcode)
+            return RankFailed(f"{self.places[r].name} exited with status {p.exitcode} without a result", rank=r)
+        return None
+
+    def _timeout(self) -> CollectiveTimeout:
+        states = self.monitor.states()
+        details = tuple(f"rank {r}: {s.status}" + (f" in {s.call.short()} at {s.call.callsite}"
+                                                    if s.call else "")
+                        for r, s in states.items())
+        return CollectiveTimeout(f"launch timed out after {self.config.timeout:g} s",
+                                 ranks=tuple(r for r in states if r not in self.done),
+                                 details=details)
+
+
+def _end_all(procs: list) -> None:
+    """Terminate, then kill, every rank process still alive, and reap them all."""
+    for p in procs:
+        if p.is_alive():
+            p.terminate()
+    stop = time.monotonic() + 2.0
+    for p in procs:
+        p.join(max(0.0, stop - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(2.0)

@@ -1,0 +1,225 @@
+"""The shared-memory call ledger of the process backend.
+
+The launcher owns one shared-memory block; each rank writes only its own row: its status, a
+version counter bumped on every change, its executor iteration, and for each of its group
+kinds the sequence, match hash and pickled record of the last call it entered (plus one slot
+for its current p2p call and its pending sends). Ranks read their peers' rows to compare
+records before a real collective; the launcher's monitor reads every row to build the
+wait-for graph. No extra collective is ever issued.
+
+Ordering: a rank writes a slot's record and hash before its sequence number, and a reader
+reads the sequence before and after the hash (a seqlock), so a reader never pairs one call's
+sequence with another call's hash. x86 keeps stores in order and loads in order (TSO).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import time
+from dataclasses import replace
+from multiprocessing import shared_memory
+
+import numpy as np
+
+from ...layout.mapping import GROUP_KINDS
+from ..guard.rules import match_key
+from ..records import CallRecord
+from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
+
+KIND_INDEX = {k: i for i, k in enumerate(GROUP_KINDS)}
+P2P_SLOT = len(GROUP_KINDS)
+STATUS_CODES = {RUNNING: 0, BLOCKED: 1, DONE: 2, FAILED: 3, "starting": 4}
+STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
+SLOT_BYTES = 2048
+MAX_PENDING = 64
+CLOCK_HISTORY = 64
+# state columns
+STATUS, VERSION, ITERATION, BLOCKED_SLOT, NUM_PENDING, READY_NS, PID = range(7)
+STATE_COLS = 8
+
+
+def match_hash(rec: CallRecord) -> bytes:
+    """16 bytes that two records share exactly when the guard finds no difference: a digest
+    of the guard's own ``match_key``."""
+    return hashlib.blake2b(repr(match_key(rec)).encode(), digest_size=16).digest()
+
+
+def _encode(rec: CallRecord) -> bytes:
+    data = pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL)
+    if len(data) > SLOT_BYTES:   # absurdly long labels or paths: keep the record, trim text
+        rec = replace(rec, callsite=rec.callsite[-200:], label=(rec.label or "")[:200] or None)
+        data = pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL)
+    return data
+
+
+class Ledger:
+    """Views of the shared block; ``Ledger.create`` in the launcher, ``Ledger.attach`` in ranks."""
+
+    def __init__(self, shm: shared_memory.SharedMemory, num_ranks: int, owner: bool,
+                 wakeups: list | None = None):
+        self.shm, self.num_ranks, self.owner = shm, num_ranks, owner
+        self.wakeups = wakeups   # one semaphore per rank: "a peer posted, look again"
+        n, k = num_ranks, len(GROUP_KINDS)
+        buf, off = shm.buf, 0
+
+        def take(dtype, shape):
+            nonlocal off
+            arr = np.ndarray(shape, dtype=dtype, buffer=buf, offset=off)
+            off += arr.nbytes
+            off = (off + 63) // 64 * 64
+            return arr
+
+        self.header = take(np.int64, (4,))                 # [abort, ...]
+        self.state = take(np.int64, (n, STATE_COLS))
+        self.seq = take(np.int64, (n, k + 1))
+        self.hash = take(np.uint8, (n, k + 1, 16))
+        self.reclen = take(np.int64, (n, k + 1))
+        self.rec = take(np.uint8, (n, k + 1, SLOT_BYTES))
+        self.pending = take(np.int64, (n, MAX_PENDING, 2))
+        # entry clocks of the last CLOCK_HISTORY calls per group: members read each other's
+        # arrival after a collective (a member cannot be that many calls ahead on one group)
+        self.clocks = take(np.float64, (n, k + 1, CLOCK_HISTORY))
+
+    @staticmethod
+    def size(num_ranks: int) -> int:
+        k = len(GROUP_KINDS) + 1
+        per = [4 * 8, num_ranks * STATE_COLS * 8, num_ranks * k * 8, num_ranks * k * 16,
+               num_ranks * k * 8, num_ranks * k * SLOT_BYTES, num_ranks * MAX_PENDING * 16,
+               num_ranks * k * CLOCK_HISTORY * 8]
+        return sum((p + 63) // 64 * 64 for p in per)
+
+    @classmethod
+    def create(cls, num_ranks: int, wakeups: list | None = None) -> "Ledger":
+        shm = shared_memory.SharedMemory(create=True, size=cls.size(num_ranks))
+        ledger = cls(shm, num_ranks, owner=True, wakeups=wakeups)
+        np.frombuffer(shm.buf, dtype=np.uint8)[:] = 0
+        ledger.state[:, STATUS] = STATUS_CODES["starting"]
+        return ledger
+
+    @classmethod
+    def attach(cls, name: str, num_ranks: int, wakeups: list | None = None) -> "Ledger":
+        # Spawned ranks share the launcher's resource tracker, so attaching registers nothing
+        # new and a rank's exit unlinks nothing; the launcher unlinks the block once.
+        return cls(shared_memory.SharedMemory(name=name), num_ranks, owner=False,
+                   wakeups=wakeups)
+
+    @property
+    def name(self) -> str:
+        return self.shm.name
+
+    def close(self) -> None:
+        for attr in ("header", "state", "seq", "hash", "reclen", "rec", "pending", "clocks"):
+            setattr(self, attr, None)
+        self.shm.close()
+        if self.owner:
+            try:
+                self.shm.unlink()
+            except FileNotFoundError:
+                pass
+
+    # -- rank side (each rank writes only its own row) -----------------------------------
+    def _bump(self, r: int) -> None:
+        self.state[r, VERSION] += 1
+
+    def set_status(self, r: int, status: str) -> None:
+        self.state[r, STATUS] = STATUS_CODES[status]
+        if status != BLOCKED:
+            self.state[r, BLOCKED_SLOT] = -1
+        self._bump(r)
+
+    def set_ready(self, r: int, pid: int) -> None:
+        self.state[r, PID] = pid
+        self.state[r, READY_NS] = time.monotonic_ns()
+        self.set_status(r, RUNNING)
+
+    def set_iteration(self, r: int, iteration: int) -> None:
+        self.state[r, ITERATION] = iteration
+        self._bump(r)
+
+    def post(self, r: int, rec: CallRecord) -> None:
+        """Rank ``r`` enters ``rec``: publish it and mark the rank blocked in it."""
+        slot = P2P_SLOT if rec.is_p2p else KIND_INDEX[rec.group_kind]
+        data = _encode(rec)
+        self.rec[r, slot, :len(data)] = np.frombuffer(data, dtype=np.uint8)
+        self.reclen[r, slot] = len(data)
+        self.hash[r, slot] = np.frombuffer(match_hash(rec), dtype=np.uint8)
+        self.clocks[r, slot, rec.seq % CLOCK_HISTORY] = rec.clock
+        self.seq[r, slot] = rec.seq          # last: readers trust the slot once seq moved
+        self.state[r, BLOCKED_SLOT] = slot
+        self.state[r, STATUS] = STATUS_CODES[BLOCKED]
+        self._bump(r)
+
+    def set_pending_sends(self, r: int, sends: list[tuple[int, int]]) -> None:
+        sends = sends[-MAX_PENDING:]
+        for i, (dst, tag) in enumerate(sends):
+            self.pending[r, i] = (dst, tag)
+        self.state[r, NUM_PENDING] = len(sends)
+        self._bump(r)
+
+    def notify(self, ranks: list[int]) -> None:
+        """Wake ``ranks`` if they wait for a post. A release is an atomic operation, so it
+        also fences this rank's post before its reads of the peers' slots."""
+        for m in ranks:
+            self.wakeups[m].release()
+
+    def wait_for_post(self, r: int, timeout: float) -> None:
+        """Sleep until some peer notifies rank r (stale notifications only cost a look)."""
+        self.wakeups[r].acquire(timeout=timeout)
+
+    # -- readers -------------------------------------------------------------------------
+    def read_seq_hash(self, r: int, kind: str) -> tuple[int, bytes]:
+        """(sequence, hash) of rank r's last call on ``kind``, read consistently."""
+        k = KIND_INDEX[kind]
+        while True:
+            s1 = int(self.seq[r, k])
+            h = self.hash[r, k].tobytes()
+            if int(self.seq[r, k]) == s1:
+                return s1, h
+
+    def arrival(self, r: int, kind: str, seq: int) -> float:
+        """Rank r's virtual clock when it entered call ``seq`` on group ``kind``."""
+        return float(self.clocks[r, KIND_INDEX[kind], seq % CLOCK_HISTORY])
+
+    def read_call(self, r: int, kind: str) -> CallRecord | None:
+        """Rank r's last record on group ``kind``."""
+        return self.read_record(r, KIND_INDEX[kind])
+
+    def read_record(self, r: int, slot: int) -> CallRecord | None:
+        n = int(self.reclen[r, slot])
+        if n <= 0:
+            return None
+        try:
+            return pickle.loads(self.rec[r, slot, :n].tobytes())
+        except Exception:  # noqa: BLE001 - a torn read while the rank rewrites the slot
+            return None
+
+    @property
+    def aborted(self) -> bool:
+        return bool(self.header[0])
+
+    def abort(self) -> None:
+        self.header[0] = 1
+
+    def versions(self) -> np.ndarray:
+        return self.state[:, VERSION].copy()
+
+    def snapshot(self, places) -> dict[int, RankState]:
+        """Every rank's state as the wait-for analysis reads it."""
+        out = {}
+        for r in range(self.num_ranks):
+            code = int(self.state[r, STATUS])
+            status = STATUS_NAMES.get(code, RUNNING)
+            status = RUNNING if status == "starting" else status
+            call = None
+            if status == BLOCKED:
+                call = self.read_record(r, int(self.state[r, BLOCKED_SLOT]))
+                if call is None:
+                    status = RUNNING   # mid-write: treat as able to proceed
+            posted = {(kind, ranks): int(self.seq[r, KIND_INDEX[kind]])
+                      for kind, ranks in places[r].groups().items()}
+            npend = int(self.state[r, NUM_PENDING])
+            pending = tuple((int(d), int(t)) for d, t in self.pending[r, :npend])
+            out[r] = RankState(r, status, call, posted, pending, int(self.state[r, ITERATION]),
+                               places[r].name)
+        return out

@@ -1,0 +1,311 @@
+"""The rank side of the process backend: a guarded transport over torch.distributed.
+
+How strict mode keeps mismatched calls from pairing
+---------------------------------------------------
+Before a rank issues a real collective it posts its record in the ledger and compares the
+match hashes of the members that posted the same group sequence; a differing member is
+reported and the rank does not enter the real collective, so the silent pairing of DESIGN 4
+cannot happen. Of any two members, the one that posts second sees the record of the first
+(the semaphore releases after a post are atomic operations: a full fence between the post and
+the reads), so one of them always sees a divergent pair.
+
+Rooted collectives (broadcast, gather) wait until *every* member has posted: their root (or
+their senders) can finish before the others enter, and a late member would then pair with a
+call nobody compared it with. All-gathers, all-reduces and barriers cannot finish for anyone
+before every member has entered, so a rank enters as soon as every member that has posted
+agrees: a later member compares against it before entering, and a mismatch still never
+completes. That saves a rendezvous per call. A member already past the sequence has verified
+this rank's record itself. With the guard off the record is still posted (the monitor needs
+it) but nobody compares.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+import traceback
+from datetime import timedelta
+from typing import Any, Callable
+
+import torch
+import torch.distributed as tdist
+
+from . import torch_ops
+from ...layout.places import RankPlace
+from ..distributed import Distributed
+from ..semantics import nbytes
+from ..errors import CollectiveError, RankFailed
+from ..guard.policy import GuardPolicy
+from ..guard.rules import check_group_call
+from .ledger import Ledger, match_hash
+from ..records import CallRecord
+from ...timeline.clock import ClockModel, RankClock, finish_collective, finish_receive
+from ..guard.waitfor import DONE, FAILED, RUNNING
+
+# Environment every rank runs under: NVLink multicast stays off (it can take a shared host's
+# GPUs out of service), and NCCL waits no longer than the launch.
+SAFE_ENV = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+            "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+class Aborted(BaseException):
+    """The launcher ended the launch; this rank stops quietly."""
+
+
+class Reported(BaseException):
+    """This rank found a mismatch and sent the report; it must not enter the collective."""
+
+
+class TorchTransport:
+    """One rank's guarded path to torch.distributed (the Transport of its Distributed)."""
+
+    def __init__(self, rank: int, ledger: Ledger, groups: dict[str, torch_ops.TorchGroup],
+                 policy: GuardPolicy, device: torch.device,
+                 report: Callable[[CollectiveError], None], clock_model: ClockModel | None = None):
+        self.rank, self.ledger, self.groups = rank, ledger, groups
+        self.policy, self.device, self.report = policy, device, report
+        self.clock = RankClock()
+        self.clock_model = clock_model or ClockModel()
+        self.log: list[CallRecord] = []   # this rank's collectives, for the launcher's lockstep
+        self._inflight: list[tuple[int, int, Any]] = []   # (dst, tag, works) of isends
+
+    # -- Transport -----------------------------------------------------------------------
+    def collective(self, rec: CallRecord, payload: Any) -> Any:
+        self._check_abort()
+        self.ledger.post(self.rank, rec)
+        if self.policy.compares and len(rec.group_ranks) > 1:
+            self.ledger.notify([m for m in rec.group_ranks if m != self.rank])
+            self._check_members(rec, wait=rec.op in ("broadcast", "gather"))
+        group = self.groups[rec.group_kind]
+        result = torch_ops.collective(rec.op, payload, group, rec.root, rec.reduce_op)
+        self.ledger.set_status(self.rank, RUNNING)
+        self._complete_clock(rec, payload)
+        self.log.append(rec)
+        return result
+
+    def send(self, rec: CallRecord, payload: Any, blocking: bool):
+        self._check_abort()
+        as_tensor = rec.op.endswith("tensor")
+        stage = self._stage_p2p()
+        if blocking:
+            self.ledger.post(self.rank, rec)
+            torch_ops.send(payload, rec.peer, rec.tag, as_tensor, True, stage, rec.clock)
+            self.ledger.set_status(self.rank, RUNNING)
+            return None
+        works = torch_ops.send(payload, rec.peer, rec.tag, as_tensor, False, stage, rec.clock)
+        self._inflight.append((rec.peer, rec.tag, works))
+        self._publish_pending()
+        return _Handle(self, rec, works)
+
+    def recv(self, rec: CallRecord, buffer: Any, blocking: bool = True) -> Any:
+        self._check_abort()
+        self._publish_pending()
+        pending = torch_ops.PendingRecv(rec.peer, rec.tag, buffer, self._stage_p2p())
+        handle = _RecvHandle(self, rec, pending)
+        return handle.wait() if blocking else handle
+
+    def wait_recv(self, rec: CallRecord, pending) -> Any:
+        self.ledger.post(self.rank, rec)
+        value = pending.wait()
+        self.ledger.set_status(self.rank, RUNNING)
+        return value
+
+    def _complete_clock(self, rec: CallRecord, payload: Any) -> None:
+        """Leave the collective at the latest member's arrival (read from the ledger, where
+        every member wrote its clock when it entered) plus the collective's cost."""
+        arrivals = {m: (rec.clock if m == self.rank else self.ledger.arrival(m, rec.group_kind,
+                                                                           rec.seq))
+                    for m in rec.group_ranks}
+        cost = self.clock_model.collective_cost(rec.op, len(arrivals), rec.signature,
+                                                nbytes(payload))
+        finish_collective(self.clock, self.rank, arrivals, cost, rec.short())
+
+    def clock_received(self, rec: CallRecord, pending) -> None:
+        """The receiver's clock: the later of its arrival and the send plus the transfer."""
+        value = pending.wait()
+        finish_receive(self.clock, pending.send_clock,
+                       self.clock_model.transfer_time(nbytes(value), isinstance(value, torch.Tensor)),
+                       rec.short(), rec.peer)
+
+    def set_iteration(self, iteration: int) -> None:
+        self.ledger.set_iteration(self.rank, iteration)
+
+    def delay(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    # -- helpers -------------------------------------------------------------------------
+    def _stage_p2p(self) -> bool:
+        return self.groups["world"].stage_cuda
+
+    def _publish_pending(self) -> None:
+        self._inflight = [(d, t, w) for d, t, w in self._inflight if not w.is_completed()]
+        self.ledger.set_pending_sends(self.rank, [(d, t) for d, t, _ in self._inflight])
+
+    def wait_send(self, rec: CallRecord, works) -> None:
+        self.ledger.post(self.rank, rec)
+        works.wait()
+        self.ledger.set_status(self.rank, RUNNING)
+        self._publish_pending()
+
+    def _check_abort(self) -> None:
+        if self.ledger.aborted:
+            raise Aborted()
+
+    def _check_members(self, rec: CallRecord, wait: bool) -> None:
+        """Compare this rank's record with the members that posted ``rec.seq``; with ``wait``,
+        first wait until every member has posted it."""
+        mine = match_hash(rec)
+        waiting = [m for m in rec.group_ranks if m != self.rank]
+        while waiting:
+            still = []
+            for m in waiting:
+                seq, h = self.ledger.read_seq_hash(m, rec.group_kind)
+                if seq < rec.seq:
+                    still.append(m)
+                elif seq == rec.seq and h != mine:
+                    self._report_mismatch(rec)
+            waiting = still if wait else []
+            if waiting:
+                if self.ledger.aborted:
+                    raise Aborted()
+                # Sleep until a peer posts instead of spinning: on a small machine spinning
+                # ranks starve the ranks they wait for.
+                self.ledger.wait_for_post(self.rank, timeout=0.05)
+
+    def _report_mismatch(self, rec: CallRecord) -> None:
+        records = {self.rank: rec}
+        for m in rec.group_ranks:
+            if m != self.rank:
+                other = self.ledger.read_call(m, rec.group_kind)
+                if other is not None and other.seq == rec.seq:
+                    records[m] = other
+        err = check_group_call(records)
+        if err is None:       # torn read: the peer rewrote its slot; compare again later
+            return
+        self.report(err)
+        raise Reported()
+
+
+class _Handle:
+    """The handle of a non-blocking send; ``wait()`` blocks (visibly to the monitor)."""
+
+    def __init__(self, transport: TorchTransport, rec: CallRecord, works):
+        self._transport, self._rec, self._works = transport, rec, works
+
+    def is_completed(self) -> bool:
+        return self._works.is_completed()
+
+    def wait(self) -> None:
+        if not self._works.is_completed():
+            self._transport.wait_send(self._rec, self._works)
+
+
+class _RecvHandle:
+    """The handle of a non-blocking receive; ``wait()`` blocks (visibly) and returns it."""
+
+    def __init__(self, transport: TorchTransport, rec: CallRecord, pending):
+        self._transport, self._rec, self._pending = transport, rec, pending
+        self._clocked = False
+
+    def is_completed(self) -> bool:
+        return self._pending.is_completed()
+
+    def wait(self) -> Any:
+        if self._pending.is_completed():
+            value = self._pending.wait()
+        else:
+            value = self._transport.wait_recv(self._rec, self._pending)
+        if not self._clocked:
+            self._clocked = True
+            self._transport.clock_received(self._rec, self._pending)
+        return value
+
+
+def build_groups(group_table: dict, pg_backend: str,
+                 stage_cuda: bool) -> dict[str, torch_ops.TorchGroup]:
+    """Create every group of every instance (all ranks call new_group in the same order) and
+    return this rank's groups by kind. Host objects always get a gloo communicator."""
+    me = tdist.get_rank()
+    separate_obj = pg_backend != "gloo"
+    mine: dict[str, torch_ops.TorchGroup] = {}
+    for (_instance, kind), groups in sorted(group_table.items()):
+        for ranks in groups:
+            tensor_pg = tdist.new_group(list(ranks))
+            obj_pg = tdist.new_group(list(ranks), backend="gloo") if separate_obj else tensor_pg
+            if me in ranks:
+                mine[kind] = torch_ops.TorchGroup(ranks, obj_pg, tensor_pg, stage_cuda)
+    return mine
+
+
+def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blob: bytes,
+              args_blob: bytes, policy: GuardPolicy, timeout: float, plan: dict, store_addr: tuple,
+              ledger_name: str, queue, wakeups: list, clock_model=None) -> None:
+    """Entry point of one spawned rank process."""
+    _die_with_parent()
+    os.environ.update(SAFE_ENV)
+    # Many ranks share few cores: one intra-op thread each, or OpenMP workers spin against
+    # each other (and against gloo's threads).
+    torch.set_num_threads(1)
+    ledger = Ledger.attach(ledger_name, len(places), wakeups)
+    status = FAILED
+    try:
+        device = torch.device(plan["devices"][rank])
+        if device.type == "cuda":
+            torch.cuda.set_device(device)
+        store = tdist.TCPStore(store_addr[0], store_addr[1], len(places), False,
+                               timeout=timedelta(seconds=timeout + 30))
+        tdist.init_process_group(plan["pg_backend"], store=store, rank=rank,
+                                 world_size=len(places),
+                                 timeout=timedelta(seconds=timeout + 30))
+        groups = build_groups(group_table, plan["pg_backend"], plan["stage_cuda"])
+        # Group creation may finish at different times; nobody starts (or finishes and
+        # leaves) before every communicator is connected.
+        tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
+        program = pickle.loads(program_blob)
+        args = pickle.loads(args_blob)
+        transport = TorchTransport(rank, ledger, groups, policy, device,
+                                   lambda err: queue.put(("report", rank, pickle.dumps(err))),
+                                   clock_model)
+        dist = Distributed(places[rank], transport)
+        ledger.set_ready(rank, os.getpid())
+        result = program(dist, *args)
+        try:
+            blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - any pickling failure is the rank's failure
+            raise TypeError(f"the rank program's result cannot travel back to the launcher: "
+                            f"{type(exc).__name__}: {exc}") from exc
+        queue.put(("ok", rank, blob, dict(dist.census), transport.log, transport.clock.events))
+        status = DONE
+    except (Aborted, Reported):
+        pass
+    except BaseException as exc:  # noqa: BLE001 - reported to the launcher as RankFailed
+        # Drop rank_main's own frame: the report starts in the rank program.
+        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))
+        queue.put(("failed", rank, f"{type(exc).__name__}: {exc}", tb))
+    finally:
+        ledger.set_status(rank, status)
+        queue.close()
+        queue.join_thread()
+        # Stay until the launcher ends the launch: a rank that left would break its peers'
+        # connections, turning a hang the monitor can explain into a socket error.
+        while not ledger.aborted:
+            time.sleep(0.005)
+        ledger.shm.close()
+        # Skip interpreter teardown: destroying communicators whose peers are gone can hang.
+        os._exit(0)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this rank when the launcher dies (no orphans, even on SIGKILL)."""
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux: the launcher's teardown still applies
+        pass
+
+
+def failed_report(rank: int, places: list[RankPlace], message: str, tb: str) -> RankFailed:
+    return RankFailed(f"{places[rank].name} raised {message}", rank=rank, traceback=tb)
+

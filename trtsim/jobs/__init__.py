@@ -1,0 +1,7 @@
+"""Jobs: the composition roots. A job builds every rank's runtime (KV cache, transceiver,
+executor, MTP step) from a scenario, launches it on a backend and judges what came back.
+
+``run`` (a functional scenario -> RunResult), ``transfer_job`` and ``serving_job`` (the rank
+programs), ``census`` (collectives per iteration), ``control_plane`` and ``perf_run`` (the
+performance model fed with the control plane counted on the real executor).
+"""

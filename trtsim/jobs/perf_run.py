@@ -1,0 +1,76 @@
+"""Perf runs: count the control plane on trtsim's executor, then simulate the benchmark."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields
+
+from ..perf.serving_sim import PerfConfig, SimResult, simulate
+from ..scenario.perf import PerfScenario, load_perf
+from .control_plane import measure_control_plane
+
+
+@dataclass
+class PerfResult:
+    """A perf run: predicted metrics, where the time went, the census it priced."""
+
+    scenario: PerfScenario
+    metrics: dict
+    breakdown: dict
+    control: object
+    wall_s: float
+    sim: SimResult | None = None
+    verdict: str = "ok"
+    error: None = None
+
+    @property
+    def holds(self) -> bool:
+        return True
+
+    def comparison(self) -> list[tuple[str, float, float, float]]:
+        """(metric, predicted, measured, relative error) for every measured metric."""
+        rows = []
+        for k, measured in self.scenario.measured.items():
+            if k in self.metrics and measured:
+                p = self.metrics[k]
+                rows.append((k, p, measured, (p - measured) / measured))
+        return rows
+
+    def summary(self) -> str:
+        c = self.scenario.config
+        lines = [f"{self.scenario.name}: {c.model} on {c.hardware}, ctx {c.ctx.servers}x"
+                 f"(tp{c.ctx.tp} pp{c.ctx.pp}{' adp' if c.ctx.attention_dp else ''}), gen "
+                 f"{c.gen.servers}x(tp{c.gen.tp} pp{c.gen.pp}{' adp' if c.gen.attention_dp else ''})"
+                 f", sticky_skip {self.scenario.sticky_skip}, runtime {c.runtime}",
+                 f"control plane per rank-iteration (group size, calls): ctx {self.control.ctx}, "
+                 f"gen {self.control.gen}"]
+        width = max(len(k) for k in self.metrics)
+        for k, v in self.metrics.items():
+            lines.append(f"  {k:<{width}}  {v:12.4g}")
+        rows = self.comparison()
+        if rows:
+            lines.append("against the measured row:")
+            for k, p, m, e in rows:
+                lines.append(f"  {k:<{width}}  predicted {p:10.4g}  measured {m:10.4g}  "
+                             f"error {e:+.1%}")
+        lines.append(f"simulated in {self.wall_s:.2f} s")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.scenario.name, "source": self.scenario.source,
+                "verdict": self.verdict, "holds": True, "metrics": self.metrics,
+                "breakdown": self.breakdown, "comparison": [
+                    {"metric": k, "predicted": p, "measured": m, "relative_error": e}
+                    for k, p, m, e in self.comparison()], "wall_s": self.wall_s}
+
+
+def run_perf(source, overrides: dict | None = None) -> PerfResult:
+    """Count the control plane on the executor, then simulate the benchmark."""
+    scen = source if isinstance(source, PerfScenario) and not overrides else load_perf(
+        source.raw if isinstance(source, PerfScenario) else source, overrides)
+    t0 = time.perf_counter()
+    c = scen.config
+    control = measure_control_plane(c.ctx, c.gen, scen.sticky_skip, c.async_consensus)
+    cfg = PerfConfig(**{**{f.name: getattr(c, f.name) for f in fields(c)}, "control": control})
+    sim = simulate(cfg)
+    return PerfResult(scen, sim.metrics, sim.breakdown, control, time.perf_counter() - t0, sim)

@@ -1,0 +1,177 @@
+"""trtsim.run: a scenario on a backend -> verdict, report, metrics, census, verified KV."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .census import Census
+from ..comm.guard.lockstep import summarize
+from ..comm.errors import CollectiveDeadlock, CollectiveError, CollectiveMismatch
+from ..disagg.transceiver import DisaggPeers
+from .transfer_job import (TransferJob, completed_everywhere, transfer_program,
+                                  verify_transfer)
+from .serving_job import ServingJob, serving_program
+from ..comm.launcher import LaunchConfig, run_ranks
+from ..launch import default_clock_model
+from ..layout.places import InstanceLayout
+from ..scenario.functional import Scenario, TransferWorkload, load_scenario
+
+VERDICTS = ("ok", "mismatch", "deadlock", "failed")
+
+
+@dataclass
+class RunResult:
+    """What a scenario run found (DESIGN 2)."""
+
+    scenario: Scenario
+    verdict: str
+    error: CollectiveError | None
+    metrics: dict[str, Any]
+    census: Census
+    kv_verified: bool | None
+    divergence: list[dict]
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)   # KV verification failures
+    wall_s: float = 0.0
+    trace: list = field(default_factory=list)   # (scheduler step, CallRecord), with trace=True
+    timeline: list = field(default_factory=list)  # per rank: virtual-time events
+
+    @property
+    def holds(self) -> bool:
+        """The verdict is the one the scenario expects (``ok`` unless it reproduces an
+        incident) and no transferred block differs from its source."""
+        return self.verdict == self.scenario.expect and self.kv_verified is not False
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.scenario.name, "source": self.scenario.source,
+                "backend": self.scenario.backend, "guard": self.scenario.guard,
+                "verdict": self.verdict, "expect": self.scenario.expect, "holds": self.holds,
+                "kv_verified": self.kv_verified,
+                "error": self.error.to_dict() if self.error else None,
+                "metrics": self.metrics, "divergence": self.divergence, "notes": self.notes,
+                "problems": self.problems, "census": self.census.to_dict(),
+                "wall_s": self.wall_s}
+
+    def summary(self) -> str:
+        s = self.scenario
+        dep = s.deployment
+        verdict = f"verdict: {self.verdict}"
+        if s.expect != "ok":
+            verdict += f" (expected: {s.expect}: {'reproduced' if self.verdict == s.expect else 'NOT reproduced'})"
+        if self.kv_verified is not None:
+            verdict += f", kv verified: {self.kv_verified}"
+        lines = [f"{s.name}: {dep.id} (ctx {dep.ctx.describe()}, gen {dep.gen.describe()}), "
+                 f"backend {s.backend}, guard {s.guard}, seed {s.seed}", verdict]
+        lines += [f"note: {n}" for n in self.notes]
+        for d in self.divergence[:8]:
+            times = f" (and in {d['iterations'] - 1} later iterations)" if d["iterations"] > 1 else ""
+            lines.append(f"divergence (legal per group): {d['instance']} {d['kind']} group "
+                         f"{d['group_ranks']} entered {d['kind']}_{d['op']} {d['label']!r} in "
+                         f"iteration {d['iteration']}{times}, group {d['other_ranks']} did not")
+        if len(self.divergence) > 8:
+            lines.append(f"... {len(self.divergence) - 8} more divergences")
+        lines += [f"kv problem: {p}" for p in self.problems[:8]]
+        if self.metrics:
+            lines.append("metrics: " + ", ".join(f"{k}={_fmt(v)}" for k, v in self.metrics.items()))
+        if self.error is not None:
+            lines.append(str(self.error))
+        return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def verdict_of(error: CollectiveError | None) -> str:
+    if error is None:
+        return "ok"
+    if isinstance(error, CollectiveMismatch):
+        return "mismatch"
+    if isinstance(error, CollectiveDeadlock):
+        return "deadlock"
+    return "failed"
+
+
+def run(scenario, backend: str | None = None, overrides: dict | None = None,
+        progress: Callable[[str], None] | None = None, trace: bool = False) -> RunResult:
+    """Run a scenario (path, mapping or Scenario) and judge it. ``trace`` keeps every call
+    of an inproc run (``RunResult.trace``) for timelines."""
+    overrides = dict(overrides or {})
+    if backend is not None:
+        overrides["backend"] = backend
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario, overrides)
+    elif overrides:
+        scenario = load_scenario(scenario.raw, overrides)
+    s = scenario
+    dep = s.deployment
+    peers = DisaggPeers("ctx", dep.ctx, "gen", dep.gen)
+    instances = [InstanceLayout("ctx", "ctx", dep.ctx), InstanceLayout("gen", "gen", dep.gen)]
+    if isinstance(s.workload, TransferWorkload):
+        job = TransferJob(peers, s.kv, s.workload.requests, s.transceiver, s.seed, s.faults,
+                          s.workload.dp_offset)
+        program = transfer_program
+    else:
+        job = ServingJob(peers, s.kv, s.workload, s.executor, s.transceiver, s.seed, s.faults,
+                         s.speculative)
+        program = serving_program
+    t0 = time.perf_counter()
+    out = run_ranks(instances, program, (job,),
+                    LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays, trace,
+                                default_clock_model()),
+                    progress=progress)
+    wall = time.perf_counter() - t0
+    n_ctx = dep.ctx.world_size
+    roles = ["ctx"] * n_ctx + ["gen"] * dep.gen.world_size
+    census = Census.from_ranks(out.census, roles)
+    results = out.results
+    problems: list[str] = []
+    kv_verified = None
+    metrics: dict[str, Any] = {}
+    if all(r is not None for r in results):
+        if isinstance(s.workload, TransferWorkload):
+            kv_verified, problems = verify_transfer(job, results[:n_ctx], results[n_ctx:])
+            metrics = _transfer_metrics(results, n_ctx)
+        else:
+            kv_verified, problems, metrics = _serving_metrics(results, n_ctx, s)
+    return RunResult(s, verdict_of(out.error), out.error, metrics, census, kv_verified,
+                     summarize(out.divergences), out.notes, problems, wall, out.trace,
+                     out.clocks)
+
+
+def _transfer_metrics(results: list[dict], n_ctx: int) -> dict:
+    gen = results[n_ctx:]
+    return {"requests": len({rid for r in gen for rid in r["states"]}),
+            "completed": len(completed_everywhere(gen)),
+            "failed": len({x for r in results for x in r["failed"]}),
+            "cancelled": len({x for r in results for x in r["cancelled"]}),
+            "kv_bytes": sum(r["bytes"] for r in results[:n_ctx]),
+            "skipped_checks": sum(r["skipped_checks"] for r in results)}
+
+
+def _serving_metrics(results: list[dict], n_ctx: int, s: Scenario):
+    """Counts, iterations and acceptance; the time metrics come from the virtual clock."""
+    ctx, gen = results[:n_ctx], results[n_ctx:]
+    gen_done = [f for f in gen[0]["finished"]]
+    completed = [f for f in gen_done if f["state"] == "generation_complete"]
+    steps = sum(f["stamps"].get("steps", 0) for f in completed)
+    decoded = sum(max(0, f["generated"] - 1) for f in completed)
+    mismatches = sorted({rid for r in gen for rid in r["kv_mismatches"]})
+    verified = sum(r["kv_verified"] for r in gen)
+    kv_ok = False if mismatches else (True if verified else None)
+    metrics = {
+        "requests": s.workload.num_requests,
+        "completed": len(completed),
+        "failed": sum(f["state"] == "disagg_trans_error" for f in gen_done),
+        "cancelled": sum(f["state"] == "cancelled" for f in gen_done),
+        "unfinished": len({rid for r in gen for rid in r["unfinished"]}),
+        "ctx_iterations": max(r["iterations"] for r in ctx),
+        "gen_iterations": max(r["iterations"] for r in gen),
+        "output_tokens": sum(f["generated"] for f in completed),
+        "avg_decoded_tokens_per_iter": decoded / steps if steps else 0.0,
+        "kv_bytes": sum(r["kv_bytes"] for r in ctx),
+        "skipped_checks": sum(r["skipped_checks"] for r in results),
+    }
+    return kv_ok, [f"request {rid}: received KV differs from the prefill" for rid in mismatches], metrics

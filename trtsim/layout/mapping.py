@@ -1,0 +1,204 @@
+"""TensorRT-LLM's rank layout for one instance (tp x pp x cp, optional attention DP).
+
+Invariants (TensorRT-LLM's Mapping), for ``world = tp * pp * cp``:
+    cp_rank = rank % cp
+    tp_rank = (rank % (tp * cp)) // cp
+    pp_rank = rank // (tp * cp)
+The TP group of a rank holds the ranks with its pp_rank and cp_rank; the PP group holds
+``i, i + tp*cp, ...`` with ``i = rank % (tp*cp)``. With attention DP, ``dp_size = tp`` and
+``dp_rank = tp_rank``; without it, ``dp_size = 1`` and ``dp_rank = 0``.
+
+``ParallelLayout`` is the one layout type: the factors of an instance. ``Mapping`` is one
+rank's view of a layout, spelled as TensorRT-LLM spells it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..checks import require_ints
+
+# The communicator groups of one rank, by kind. Every table of groups is built from this.
+GROUP_KINDS = ("tp", "pp", "cp", "tp_cp", "world")
+
+
+@dataclass(frozen=True)
+class ParallelLayout:
+    """The parallel factors of one instance: ``tp_size`` GPUs per PP stage (times ``cp_size``),
+    ``pp_size`` stages, ``ep_size`` expert-parallel ranks among the TP ranks."""
+
+    tp_size: int = 1
+    pp_size: int = 1
+    cp_size: int = 1
+    ep_size: int = 1
+    enable_attention_dp: bool = False
+
+    def __post_init__(self) -> None:
+        require_ints(self, "tp_size", "pp_size", "cp_size", "ep_size")
+        if self.tp_size % self.ep_size:
+            raise ValueError(f"ep_size={self.ep_size} must divide tp_size={self.tp_size}")
+        if not isinstance(self.enable_attention_dp, bool):
+            raise ValueError(f"enable_attention_dp={self.enable_attention_dp!r} must be a bool")
+
+    @property
+    def world_size(self) -> int:
+        return self.tp_size * self.pp_size * self.cp_size
+
+    @property
+    def dp_size(self) -> int:
+        return self.tp_size if self.enable_attention_dp else 1
+
+    @property
+    def attn_tp_size(self) -> int:
+        """Ranks one request's attention is split over (1 under attention DP)."""
+        return 1 if self.enable_attention_dp else self.tp_size
+
+    @property
+    def moe_tp_size(self) -> int:
+        return self.tp_size // self.ep_size
+
+    def mapping(self, rank: int) -> "Mapping":
+        return Mapping(self.world_size, rank, self.tp_size, self.pp_size, self.cp_size,
+                       self.enable_attention_dp)
+
+    def group_size(self, kind: str) -> int:
+        """Members of one group of ``kind`` (every group of a kind has the same size)."""
+        sizes = {"tp": self.tp_size, "pp": self.pp_size, "cp": self.cp_size,
+                 "tp_cp": self.tp_size * self.cp_size, "world": self.world_size}
+        return sizes[kind]
+
+    def groups(self, kind: str) -> list[tuple[int, ...]]:
+        """Every group of ``kind``, as ascending local ranks, each once: O(world)."""
+        tp, cp, world = self.tp_size, self.cp_size, self.world_size
+        stage = tp * cp
+        if kind == "world":
+            return [tuple(range(world))]
+        if kind == "tp_cp":
+            return [tuple(range(s * stage, (s + 1) * stage)) for s in range(self.pp_size)]
+        if kind == "pp":
+            return [tuple(range(i, world, stage)) for i in range(stage)]
+        if kind == "tp":
+            return [tuple(s * stage + c + i * cp for i in range(tp))
+                    for s in range(self.pp_size) for c in range(cp)]
+        if kind == "cp":
+            return [tuple(range(b, b + cp)) for b in range(0, world, cp)]
+        raise ValueError(f"unknown group kind {kind!r}; expected one of {', '.join(GROUP_KINDS)}")
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """The position of one rank in an instance laid out as tp x pp x cp."""
+
+    world_size: int
+    rank: int
+    tp_size: int = 1
+    pp_size: int = 1
+    cp_size: int = 1
+    enable_attention_dp: bool = False
+
+    def __post_init__(self) -> None:
+        require_ints(self, "tp_size", "pp_size", "cp_size", "world_size")
+        product = self.tp_size * self.pp_size * self.cp_size
+        if product != self.world_size:
+            raise ValueError(
+                f"tp*pp*cp={product} (tp={self.tp_size}, pp={self.pp_size}, cp={self.cp_size}) "
+                f"but world_size={self.world_size}")
+        if not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
+            raise ValueError(f"rank={self.rank!r} out of range for world_size={self.world_size}")
+
+    @property
+    def layout(self) -> ParallelLayout:
+        return ParallelLayout(self.tp_size, self.pp_size, self.cp_size,
+                              enable_attention_dp=self.enable_attention_dp)
+
+    # -- coordinates ---------------------------------------------------------------------
+    @property
+    def cp_rank(self) -> int:
+        return self.rank % self.cp_size
+
+    @property
+    def tp_rank(self) -> int:
+        return (self.rank % (self.tp_size * self.cp_size)) // self.cp_size
+
+    @property
+    def pp_rank(self) -> int:
+        return self.rank // (self.tp_size * self.cp_size)
+
+    @property
+    def dp_size(self) -> int:
+        return self.tp_size if self.enable_attention_dp else 1
+
+    @property
+    def dp_rank(self) -> int:
+        return self.tp_rank if self.enable_attention_dp else 0
+
+    # -- groups (ranks of the instance, ascending) ---------------------------------------
+    @property
+    def tp_group(self) -> list[int]:
+        base = self.pp_rank * self.tp_size * self.cp_size + self.cp_rank
+        return [base + i * self.cp_size for i in range(self.tp_size)]
+
+    @property
+    def pp_group(self) -> list[int]:
+        stride = self.tp_size * self.cp_size
+        return [self.rank % stride + i * stride for i in range(self.pp_size)]
+
+    @property
+    def cp_group(self) -> list[int]:
+        base = self.rank - self.cp_rank
+        return [base + i for i in range(self.cp_size)]
+
+    @property
+    def tp_cp_group(self) -> list[int]:
+        """All ranks of this rank's PP stage (TP x CP), as TRT-LLM's tp_cp_allgather uses."""
+        stride = self.tp_size * self.cp_size
+        return list(range(self.pp_rank * stride, (self.pp_rank + 1) * stride))
+
+    @property
+    def world_group(self) -> list[int]:
+        return list(range(self.world_size))
+
+    def group(self, kind: str) -> list[int]:
+        """This rank's group of ``kind`` (one of GROUP_KINDS)."""
+        if kind not in GROUP_KINDS:
+            raise ValueError(f"unknown group kind {kind!r}; expected one of "
+                             f"{', '.join(GROUP_KINDS)}")
+        return getattr(self, f"{kind}_group")
+
+    # -- pipeline ------------------------------------------------------------------------
+    @property
+    def next_pp_rank(self) -> int:
+        return (self.rank + self.tp_size * self.cp_size) % self.world_size
+
+    @property
+    def prev_pp_rank(self) -> int:
+        return (self.rank - self.tp_size * self.cp_size) % self.world_size
+
+    @property
+    def is_first_pp_rank(self) -> bool:
+        return self.pp_rank == 0
+
+    @property
+    def is_last_pp_rank(self) -> bool:
+        return self.pp_rank == self.pp_size - 1
+
+    def pp_layers(self, num_layers: int) -> list[int]:
+        """This stage's layer indices; the first ``num_layers % pp`` stages get one extra
+        layer, as ``torch.tensor_split`` splits them."""
+        return pp_layer_split(num_layers, self.pp_size)[self.pp_rank]
+
+    def with_rank(self, rank: int) -> "Mapping":
+        """The same layout seen from another rank."""
+        return Mapping(self.world_size, rank, self.tp_size, self.pp_size, self.cp_size,
+                       self.enable_attention_dp)
+
+
+def pp_layer_split(num_layers: int, pp_size: int) -> list[list[int]]:
+    """Layer indices of every PP stage, split like ``torch.tensor_split``."""
+    base, extra = divmod(num_layers, pp_size)
+    out, start = [], 0
+    for stage in range(pp_size):
+        count = base + (1 if stage < extra else 0)
+        out.append(list(range(start, start + count)))
+        start += count
+    return out

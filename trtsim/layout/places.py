@@ -1,0 +1,112 @@
+"""Where every rank of a launch sits: its instance, its Mapping and its global number.
+
+A launch runs one or more instances (a plain launch: one unnamed instance; a deployment: ``ctx``
+then ``gen``). Ranks are numbered globally in instance order; records and reports carry global
+ranks, and ``rank_label`` is the one way a report names a rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .mapping import GROUP_KINDS, Mapping, ParallelLayout
+
+
+class Peer(NamedTuple):
+    """A rank of another instance of the deployment (``instance`` by name)."""
+
+    instance: str
+    rank: int
+
+
+def rank_label(instance: str, local_rank: int, global_rank: int | None = None) -> str:
+    """How every report names a rank: ``rank 3`` in a plain launch, ``gen rank 2`` in a
+    deployment (the rank inside its instance, as its Mapping numbers it)."""
+    return f"{instance} rank {local_rank}" if instance else f"rank {local_rank}"
+
+
+@dataclass(frozen=True)
+class InstanceLayout:
+    """One instance of a launch: its name (empty for a plain launch), role and layout."""
+
+    name: str
+    role: str
+    spec: ParallelLayout
+
+
+@dataclass(frozen=True)
+class RankPlace:
+    """Where one rank sits in a launch: its instance, mapping and global numbering.
+
+    ``offsets`` maps every instance name to the global rank of its rank 0, so p2p peers in
+    other instances can be addressed; global ranks are what records and reports carry.
+    """
+
+    mapping: Mapping
+    instance: str = ""
+    offset: int = 0
+    offsets: tuple[tuple[str, int, int], ...] = ()   # (instance, offset, world_size)
+    role: str = ""                                  # "ctx" | "gen" | "" (plain launch)
+    delay: float = 0.0                              # seconds of extra work before each call
+
+    @property
+    def global_rank(self) -> int:
+        return self.offset + self.mapping.rank
+
+    @property
+    def name(self) -> str:
+        """``gen rank 3`` in a deployment, ``rank 3`` in a plain launch."""
+        return rank_label(self.instance, self.mapping.rank, self.global_rank)
+
+    def to_global(self, local_ranks) -> tuple[int, ...]:
+        return tuple(self.offset + r for r in local_ranks)
+
+    def groups(self) -> dict[str, tuple[int, ...]]:
+        """This rank's groups by kind, as global ranks."""
+        return {kind: self.to_global(self.mapping.group(kind)) for kind in GROUP_KINDS}
+
+    def peer_global(self, peer: "int | Peer") -> int:
+        if isinstance(peer, Peer):
+            for name, offset, size in self.offsets:
+                if name == peer.instance:
+                    if not 0 <= peer.rank < size:
+                        raise ValueError(f"{peer}: rank out of range for instance of {size} ranks")
+                    return offset + peer.rank
+            raise ValueError(f"unknown instance {peer.instance!r} in {peer}")
+        if not isinstance(peer, int) or not 0 <= peer < self.mapping.world_size:
+            raise ValueError(f"peer rank {peer!r} out of range for world_size="
+                             f"{self.mapping.world_size}")
+        return self.offset + peer
+
+
+def rank_places(instances: list[InstanceLayout],
+                delays: tuple[tuple[int, float], ...] = ()) -> list[RankPlace]:
+    """Every rank of the launch, numbered globally in instance order."""
+    offsets, start = [], 0
+    for inst in instances:
+        offsets.append((inst.name, start, inst.spec.world_size))
+        start += inst.spec.world_size
+    world = start
+    for rank, _ in delays:
+        if rank >= world:
+            raise ValueError(f"delays: rank {rank} out of range for {world} ranks")
+    delay_of = dict(delays)
+    places = []
+    for inst, (_, offset, size) in zip(instances, offsets):
+        for r in range(size):
+            places.append(RankPlace(inst.spec.mapping(r), inst.name, offset, tuple(offsets),
+                                    inst.role, delay_of.get(offset + r, 0.0)))
+    return places
+
+
+def group_table(instances: list[InstanceLayout]) -> dict[tuple[str, str], list[tuple[int, ...]]]:
+    """Every group of every kind, per instance: (instance, kind) -> sorted global-rank tuples.
+    Built from the layouts, each group once: O(ranks) per kind."""
+    table, offset = {}, 0
+    for inst in instances:
+        for kind in GROUP_KINDS:
+            table[(inst.name, kind)] = sorted(tuple(offset + r for r in g)
+                                              for g in inst.spec.groups(kind))
+        offset += inst.spec.world_size
+    return table

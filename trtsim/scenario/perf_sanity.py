@@ -1,0 +1,120 @@
+"""Import TensorRT-LLM's disaggregated perf-sanity YAML into a trtsim perf scenario.
+
+What is read (DESIGN 3.8): ``benchmark`` (mode, concurrency_list, input_length, output_length,
+multi_round, streaming), ``hardware`` (num_ctx_servers, num_gen_servers), ``worker_config.ctx``
+and ``.gen`` (tensor/pipeline/expert parallel sizes, enable_attention_dp, max_batch_size,
+max_num_tokens, cache_transceiver_config.transceiver_runtime, speculative_config with
+max_draft_len or num_nextn_predict_layers, stream_interval), and the GPU and model from
+``metadata`` or the file name ``{gpu}_{model}_{isl}{osl}_con{C}_ctx{N}_{par}_gen{N}_{par}...``.
+Fields the simulation has no use for are reported, not silently dropped; missing required
+ones are errors naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from .functional import ScenarioError, load_raw
+
+# model_name prefixes of the perf-sanity files -> trtsim.perf model names
+_MODELS = (("deepseek_v4_pro", "V4-Pro"), ("deepseek_r1", "DeepSeek-R1-FP4"),
+           ("deepseek_v3", "DeepSeek-V3"), ("gpt_oss_120b", "gpt-oss-120b"),
+           ("gpt-oss-120b", "gpt-oss-120b"), ("qwen3_235b", "Qwen3-235B-A22B"),
+           ("deepseek-v4-pro", "V4-Pro"), ("deepseek-r1", "DeepSeek-R1-FP4"))
+_GPUS = {"gb300": "GB300", "gb200": "GB200", "b200": "B200", "h200": "H200_SXM",
+         "h100": "H100_SXM"}
+_WORKER_USED = {"tensor_parallel_size", "pipeline_parallel_size", "moe_expert_parallel_size",
+                "enable_attention_dp", "max_batch_size", "max_num_tokens",
+                "cache_transceiver_config", "speculative_config", "stream_interval",
+                "context_parallel_size"}
+_BENCH_USED = {"mode", "concurrency_list", "input_length", "output_length", "multi_round",
+               "streaming"}
+
+
+def is_perf_sanity(raw: dict) -> bool:
+    return "worker_config" in raw and "hardware" in raw
+
+
+def _require(raw: dict, path: str, source: str):
+    node = raw
+    for part in path.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ScenarioError(f"{source}: {path}: missing (a perf-sanity file needs it)")
+        node = node[part]
+    return node
+
+
+def _match(table, text: str, what: str, source: str) -> str:
+    low = text.lower()
+    for key, value in (table.items() if isinstance(table, dict) else table):
+        if low.startswith(key) or f"_{key}" in low or key in low:
+            return value
+    raise ScenarioError(f"{source}: {what} (metadata, or the file name's fields): {text!r} is "
+                        f"not a {what} trtsim models")
+
+
+def import_perf_sanity(source, concurrency: int | None = None) -> tuple[dict, list[str]]:
+    """(perf scenario mapping, notes on ignored fields) from a perf-sanity file or mapping."""
+    raw, name = load_raw(source)
+    notes: list[str] = []
+    for path in ("benchmark.concurrency_list", "benchmark.input_length",
+                 "benchmark.output_length", "hardware.num_ctx_servers",
+                 "hardware.num_gen_servers", "worker_config.ctx", "worker_config.gen"):
+        _require(raw, path, name)
+    bench = _require(raw, "benchmark", name)
+    workers = _require(raw, "worker_config", name)
+    base = os.path.basename(name)
+    meta = raw.get("metadata") or {}
+    gpu_text = (meta.get("supported_gpus") or [base.split("_")[0]])[0]
+    model_text = meta.get("model_name") or (base.split("_")[1] if "_" in base else "")
+    conc = str(_require(raw, "benchmark.concurrency_list", name))
+    levels = [int(c) for c in re.split(r"[ ,]+", conc.strip()) if c]
+    if not levels:
+        raise ScenarioError(f"{name}: benchmark.concurrency_list: {conc!r} lists no level")
+    if len(levels) > 1 and concurrency is None:
+        notes.append(f"benchmark.concurrency_list has {levels}: using {levels[0]}")
+    roles = {}
+    for role in ("ctx", "gen"):
+        w = _require(raw, f"worker_config.{role}", name)
+        notes += [f"worker_config.{role}.{k}: not modelled, ignored"
+                  for k in sorted(set(w) - _WORKER_USED)]
+        tp = int(w.get("tensor_parallel_size", 1))
+        roles[role] = {
+            "servers": int(_require(raw, f"hardware.num_{role}_servers", name)),
+            "tp": tp, "pp": int(w.get("pipeline_parallel_size", 1)),
+            "ep": int(w.get("moe_expert_parallel_size", 1) or 1),
+            "attention_dp": bool(w.get("enable_attention_dp", False)),
+            "max_batch_size": int(w.get("max_batch_size", 8)),
+            "max_num_tokens": int(w.get("max_num_tokens", 8192)),
+        }
+    gen = workers["gen"]
+    spec = gen.get("speculative_config") or {}
+    k = int(spec.get("max_draft_len", spec.get("num_nextn_predict_layers", 0)) or 0)
+    runtime = str(((gen.get("cache_transceiver_config") or {}).get("transceiver_runtime")
+                   or "DEFAULT")).lower()
+    notes += [f"benchmark.{k2}: not modelled, ignored" for k2 in sorted(set(bench) - _BENCH_USED)]
+    notes += [f"{k2}: not modelled, ignored" for k2 in sorted(set(raw) - {
+        "benchmark", "worker_config", "hardware", "metadata"})]
+    if bench.get("mode", "e2e") != "e2e":
+        notes.append(f"benchmark.mode={bench['mode']!r}: simulated as e2e")
+    scenario = {
+        "kind": "perf",
+        "name": os.path.splitext(base)[0] if base != "<dict>" else "perf_sanity",
+        "description": f"imported from the perf-sanity file {name}",
+        "hardware": _match(_GPUS, str(gpu_text), "GPU", name),
+        "model": _match(_MODELS, str(model_text), "model", name),
+        "ctx": roles["ctx"], "gen": roles["gen"],
+        "benchmark": {"concurrency": concurrency or levels[0],
+                      "num_prompts": max(concurrency or levels[0], 1) * 8,
+                      "multi_round": int(bench.get("multi_round", 1)),
+                      "input_length": int(_require(raw, "benchmark.input_length", name)),
+                      "output_length": int(_require(raw, "benchmark.output_length", name)),
+                      "streaming": bool(bench.get("streaming", True)),
+                      "stream_interval": int(gen.get("stream_interval", 1) or 1)},
+        "speculative": {"max_draft_len": k, "acceptance": 0.85 if k else 0.0},
+        "transceiver": {"sticky_skip": "off", "runtime": "python" if runtime == "python" else "cpp"},
+    }
+    notes.append("num_prompts = 8 x concurrency and MTP acceptance 0.85 (DeepSeek-V3 report) "
+                 "are trtsim's defaults: the perf-sanity file does not state them")
+    return scenario, notes
