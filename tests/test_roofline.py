@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trtsim.perf import (DEEPSEEK_R1_FP4, DEEPSEEK_V3, GB300, GPT_OSS_120B, H200_SXM,
-                         QWEN3_235B_A22B, V4_PRO, CostModel, HostGatherParams, Layout, Link, Op,
+                         QWEN3_235B_A22B, V4_PRO, CostModel, HostGatherParams, Link, Op,
                          RequestGroup, all_gather_time, all_reduce_time, all_to_all_time,
-                         attended_pairs, group_link, host_gather_cost, reduce_scatter_time,
-                         stage_layer_ranges)
+                         attended_pairs, group_link, host_gather_cost, reduce_scatter_time)
+from trtsim.layout import ParallelLayout
 from trtsim.perf import comm_cost as cc
 from trtsim.perf.models import FP8_BLOCK_BYTES
 
@@ -27,7 +27,7 @@ def _op(cm: CostModel, layer: int, name: str, groups) -> Op:
 
 # -- single ops --------------------------------------------------------------------------------
 def test_decode_of_a_dense_layer_is_memory_bound_and_costs_bytes_over_bandwidth():
-    cm = CostModel(H200_SXM, DEEPSEEK_V3, Layout())
+    cm = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout())
     op = _op(cm, 0, "dense_mlp", [RequestGroup(1, 1, 0, 1)])   # layer 0 is dense
     params = 3 * 7168 * 18432
     assert op.bytes == pytest.approx(params * FP8_BLOCK_BYTES, rel=1e-3)
@@ -37,7 +37,7 @@ def test_decode_of_a_dense_layer_is_memory_bound_and_costs_bytes_over_bandwidth(
 
 
 def test_prefill_of_a_long_prompt_is_compute_bound():
-    cm = CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=8, ep=8))
+    cm = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=8, ep_size=8))
     groups = [RequestGroup(1, 16384, 0, 1, context=True)]
     for layer, name in ((10, "attn_proj"), (10, "attn_core"), (10, "moe_experts"),
                         (0, "dense_mlp")):
@@ -59,7 +59,7 @@ def test_op_time_is_max_or_sum_of_terms_with_a_kernel_floor():
 
 
 def test_gqa_decode_attention_reads_the_kv_cache_at_hbm_speed():
-    cm = CostModel(H200_SXM, QWEN3_235B_A22B, Layout(tp=4, ep=4))
+    cm = CostModel(H200_SXM, QWEN3_235B_A22B, ParallelLayout(tp_size=4, ep_size=4))
     batch, kv = 32, 8192
     op = _op(cm, 5, "attn_core", [RequestGroup(batch, 1, kv, 1)])
     kv_heads = 1                                    # 4 KV heads over TP 4
@@ -71,7 +71,7 @@ def test_gqa_decode_attention_reads_the_kv_cache_at_hbm_speed():
 
 
 def test_mla_absorbed_decode_reads_the_latent_once_and_is_compute_heavy():
-    cm = CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=8, ep=8, attention_dp=True))
+    cm = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=8, ep_size=8, enable_attention_dp=True))
     kv = 16384
     op = _op(cm, 10, "attn_core", [RequestGroup(1, 1, kv, 1)])
     assert op.flops == pytest.approx(2 * (kv + 1) * 128 * (576 + 512))
@@ -80,7 +80,7 @@ def test_mla_absorbed_decode_reads_the_latent_once_and_is_compute_heavy():
 
 
 def test_moe_decode_reads_only_the_experts_the_batch_touches():
-    cm = CostModel(GB300, DEEPSEEK_R1_FP4, Layout(tp=8, ep=8))
+    cm = CostModel(GB300, DEEPSEEK_R1_FP4, ParallelLayout(tp_size=8, ep_size=8))
     tokens = 4
     op = _op(cm, 20, "moe_experts", [RequestGroup(tokens, 1, 100, 1)])
     touched = 256 * (1 - (1 - 8 / 256) ** tokens) / 8
@@ -106,9 +106,9 @@ def test_expected_experts_touched_closed_form_and_monte_carlo():
 
 
 def test_lm_head_vocab_is_sharded_over_tp_without_attention_dp():
-    one = CostModel(H200_SXM, DEEPSEEK_V3, Layout())._lm_head(16)[0]
-    eight = CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=8, ep=8))._lm_head(16)[0]
-    adp = CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=8, ep=8, attention_dp=True))._lm_head(16)[0]
+    one = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout())._lm_head(16)[0]
+    eight = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=8, ep_size=8))._lm_head(16)[0]
+    adp = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=8, ep_size=8, enable_attention_dp=True))._lm_head(16)[0]
     assert eight.flops == pytest.approx(one.flops / 8)
     assert adp.flops == pytest.approx(one.flops)
     assert one.flops == pytest.approx(2 * 16 * 7168 * 129280)
@@ -123,7 +123,7 @@ def test_attended_pairs_matches_brute_force(prefix, new, window):
 
 
 def test_sliding_window_layers_stop_growing_with_context():
-    cm = CostModel(H200_SXM, GPT_OSS_120B, Layout(tp=8, ep=8))
+    cm = CostModel(H200_SXM, GPT_OSS_120B, ParallelLayout(tp_size=8, ep_size=8))
     short = [RequestGroup(8, 1, 1000, 1)]
     long = [RequestGroup(8, 1, 100000, 1)]
     assert GPT_OSS_120B.window(0) == 128 and GPT_OSS_120B.window(1) == 0
@@ -131,15 +131,9 @@ def test_sliding_window_layers_stop_growing_with_context():
     assert _op(cm, 1, "attn_core", long).flops > _op(cm, 1, "attn_core", short).flops
 
 
-@pytest.mark.parametrize("layers,pp", [(61, 4), (5, 2), (7, 3), (36, 1), (94, 8)])
-def test_stage_layers_split_like_tensor_split(layers, pp):
-    ref = [list(t.tolist()) for t in torch.tensor_split(torch.arange(layers), pp)]
-    assert [list(r) for r in stage_layer_ranges(layers, pp)] == ref
-
-
 def test_pipeline_latency_adds_stages_and_activation_sends():
-    one = CostModel(H200_SXM, QWEN3_235B_A22B, Layout(tp=4, ep=4))
-    two = CostModel(H200_SXM, QWEN3_235B_A22B, Layout(tp=4, pp=2, ep=4))
+    one = CostModel(H200_SXM, QWEN3_235B_A22B, ParallelLayout(tp_size=4, ep_size=4))
+    two = CostModel(H200_SXM, QWEN3_235B_A22B, ParallelLayout(tp_size=4, pp_size=2, ep_size=4))
     g = [RequestGroup(16, 1, 2048, 1)]
     send = cc.send_time(2 * 16 * 4096 * 2.0, group_link(H200_SXM, 8))
     assert two.forward_time(g) == pytest.approx(
@@ -166,22 +160,21 @@ def test_group_link_is_nvlink_inside_the_domain_and_nic_beyond():
 
 
 def test_tp_layer_pays_two_all_reduces_without_attention_dp():
-    cm = CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=8, ep=8))
+    cm = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=8, ep_size=8))
     link = group_link(H200_SXM, 8)
     assert cm.layer_comm_time(10, 64) == pytest.approx(
         2 * all_reduce_time(8, 64 * 7168 * 2.0, link))
 
 
 def test_attention_dp_moe_layers_exchange_tokens_and_dense_layers_do_not():
-    cm = CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=8, ep=8, attention_dp=True))
+    cm = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=8, ep_size=8, enable_attention_dp=True))
     assert cm.layer_comm_time(0, 64) == 0.0           # dense layer, local under ADP
     remote = cc.expected_remote_ranks(256, 8, 8)
     vol = 64 * remote * 7168 * 2.0
     assert cm.layer_comm_time(10, 64) == pytest.approx(
         2 * all_to_all_time(8, vol, group_link(H200_SXM, 8)))
     assert 0 < remote < 7
-    ag = CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=8, ep=8, attention_dp=True,
-                                                 moe_comm="allgather"))
+    ag = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=8, ep_size=8, enable_attention_dp=True), moe_comm="allgather")
     link = group_link(H200_SXM, 8)
     assert ag.layer_comm_time(10, 64) == pytest.approx(
         all_gather_time(8, 64 * 7168 * 2.0, link)
@@ -196,7 +189,7 @@ def test_expected_remote_ranks_limits():
 
 # -- KV transfer and host costs ----------------------------------------------------------------
 def test_kv_transfer_of_one_mla_request_between_single_gpus():
-    cm = CostModel(GB300, DEEPSEEK_R1_FP4, Layout())
+    cm = CostModel(GB300, DEEPSEEK_R1_FP4, ParallelLayout())
     tokens = 1000
     nbytes = math.ceil(tokens / 32) * 32 * 61 * 576 * 1.0
     assert cm.kv_transfer_time(tokens) == pytest.approx(
@@ -205,9 +198,9 @@ def test_kv_transfer_of_one_mla_request_between_single_gpus():
 
 
 def test_kv_transfer_moves_only_live_window_blocks():
-    cm = CostModel(H200_SXM, GPT_OSS_120B, Layout())
+    cm = CostModel(H200_SXM, GPT_OSS_120B, ParallelLayout())
     full = CostModel(H200_SXM, GPT_OSS_120B.__class__(**{**GPT_OSS_120B.__dict__,
-                                                          "layer_windows": ()}), Layout())
+                                                          "layer_windows": ()}), ParallelLayout())
     assert cm.kv_transfer_time(32768) < 0.6 * full.kv_transfer_time(32768)
 
 
@@ -228,7 +221,7 @@ def test_host_gather_cost_formula():
 
 
 def test_mtp_draft_and_generation_step():
-    cm = CostModel(GB300, V4_PRO, Layout(tp=8, ep=8))
+    cm = CostModel(GB300, V4_PRO, ParallelLayout(tp_size=8, ep_size=8))
     assert cm.mtp_draft_time(4, 8192, 0) == 0.0
     d1, d3 = cm.mtp_draft_time(4, 8192, 1), cm.mtp_draft_time(4, 8192, 3)
     assert 0 < d1 < d3
@@ -238,25 +231,25 @@ def test_mtp_draft_and_generation_step():
 
 
 def test_sum_combine_bounds_max_from_above():
-    a = CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=8, ep=8))
-    b = CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=8, ep=8), combine="sum")
+    a = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=8, ep_size=8))
+    b = CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=8, ep_size=8), combine="sum")
     assert b.decode_step_time(64, 4096, 3) > a.decode_step_time(64, 4096, 3)
     assert b.prefill_time(8192) > a.prefill_time(8192)
 
 
 def test_capacity_helpers():
-    cm = CostModel(GB300, DEEPSEEK_R1_FP4, Layout(tp=8, ep=8, attention_dp=True))
+    cm = CostModel(GB300, DEEPSEEK_R1_FP4, ParallelLayout(tp_size=8, ep_size=8, enable_attention_dp=True))
     assert 0 < cm.weight_bytes_per_gpu() < GB300.hbm_bytes
     assert cm.kv_bytes_per_token_per_gpu() == 61 * 576 * 1.0
 
 
 # -- validation --------------------------------------------------------------------------------
 @pytest.mark.parametrize("build,needle", [
-    (lambda: Layout(tp=4, ep=3), "Layout.ep=3"),
-    (lambda: Layout(tp=0), "Layout.tp=0"),
-    (lambda: Layout(moe_comm="ring"), "Layout.moe_comm='ring'"),
-    (lambda: CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=3)), "num_heads=128"),
-    (lambda: CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=3, ep=3, attention_dp=True)),
+    (lambda: ParallelLayout(tp_size=4, ep_size=3), "ep_size=3 must divide tp_size=4"),
+    (lambda: ParallelLayout(tp_size=0), "tp_size=0"),
+    (lambda: CostModel(H200_SXM, DEEPSEEK_V3, moe_comm="ring"), "CostModel.moe_comm='ring'"),
+    (lambda: CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=3)), "num_heads=128"),
+    (lambda: CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=3, ep_size=3, enable_attention_dp=True)),
      "num_experts=256"),
     (lambda: CostModel(H200_SXM, DEEPSEEK_V3, combine="avg"), "CostModel.combine='avg'"),
     (lambda: CostModel(H200_SXM, DEEPSEEK_V3, moe_imbalance=0.5), "moe_imbalance=0.5"),
@@ -275,11 +268,10 @@ def test_validation_errors_name_the_field_and_value(build, needle):
 
 
 # -- monotonicity ------------------------------------------------------------------------------
-_CMS = [CostModel(H200_SXM, DEEPSEEK_V3, Layout(tp=8, ep=8)),
-        CostModel(GB300, DEEPSEEK_R1_FP4, Layout(tp=8, ep=8, attention_dp=True)),
-        CostModel(H200_SXM, GPT_OSS_120B, Layout(tp=2, pp=2, ep=2)),
-        CostModel(GB300, QWEN3_235B_A22B, Layout(tp=4, ep=4, attention_dp=True,
-                                                 moe_comm="allgather"))]
+_CMS = [CostModel(H200_SXM, DEEPSEEK_V3, ParallelLayout(tp_size=8, ep_size=8)),
+        CostModel(GB300, DEEPSEEK_R1_FP4, ParallelLayout(tp_size=8, ep_size=8, enable_attention_dp=True)),
+        CostModel(H200_SXM, GPT_OSS_120B, ParallelLayout(tp_size=2, pp_size=2, ep_size=2)),
+        CostModel(GB300, QWEN3_235B_A22B, ParallelLayout(tp_size=4, ep_size=4, enable_attention_dp=True), moe_comm="allgather")]
 _cm = st.sampled_from(_CMS)
 
 

@@ -5,6 +5,7 @@ import time
 import pytest
 
 from trtsim.jobs.perf_run import run_perf
+from trtsim.layout import ParallelLayout
 from trtsim.scenario.perf import load_perf
 from trtsim.perf.serving_sim import (BenchmarkConfig, ControlPlane, InstanceConfig, PerfConfig,
                                      _Models, simulate)
@@ -12,8 +13,8 @@ from trtsim.scenario.functional import ScenarioError
 
 
 def single(concurrency=1, prompts=4, k=0, alpha=0.0, control=ControlPlane(), osl=8):
-    return PerfConfig("H200_SXM", "DeepSeek-V3", InstanceConfig(tp=8, ep=8),
-                      InstanceConfig(tp=8, ep=8, max_batch_size=1),
+    return PerfConfig("H200_SXM", "DeepSeek-V3", InstanceConfig(layout=ParallelLayout(tp_size=8, ep_size=8)),
+                      InstanceConfig(layout=ParallelLayout(tp_size=8, ep_size=8), max_batch_size=1),
                       BenchmarkConfig(concurrency=concurrency, num_prompts=prompts,
                                       input_length=1024, output_length=osl),
                       max_draft_len=k, acceptance=alpha, control=control)
@@ -86,9 +87,10 @@ def test_the_5_3_benchmark_simulates_within_ten_seconds():
 
 @pytest.mark.parametrize("overrides,message", [
     ({"hardware": "TPU"}, "hardware='TPU' unknown; known: H100_SXM"),
-    ({"gen.tp": 0}, "gen.tp: tp=0 must be an integer >= 1"),
+    ({"gen.tp": 0}, "gen.tp: tp_size=0 must be an integer >= 1"),
     ({"benchmark.colour": 1}, "benchmark.colour: 1 is not a known key"),
-    ({"transceiver.sticky_skip": "maybe"}, "transceiver.sticky_skip: 'maybe' is not one of"),
+    ({"transceiver.sticky_skip": "maybe"},
+     "transceiver.sticky_skip: sticky_skip='maybe'; expected one of off"),
     ({"speculative.acceptance": 1.5}, "acceptance=1.5 must be in [0, 1)"),
 ])
 def test_bad_perf_scenarios_name_the_key(overrides, message):

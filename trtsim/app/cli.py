@@ -56,7 +56,7 @@ def _single_threaded_torch() -> None:
 
 
 def _cmd_run(args) -> int:
-    from .compare import run_any
+    from ..jobs.dispatch import run_any
     from ..timeline.trace import rank_trace, server_trace, write_trace
     _single_threaded_torch()
     overrides = parse_sets(args.set)

@@ -47,26 +47,11 @@ def _numeric(metrics: dict) -> dict:
             and not isinstance(v, bool)}
 
 
-def run_any(source, overrides: dict | None = None, progress=None):
-    """Run a functional or a perf scenario, or a TRT-LLM perf-sanity file, with overrides."""
-    from ..scenario.perf_sanity import import_perf_sanity, is_perf_sanity
-    from ..jobs.perf_run import run_perf
-    from ..scenario.perf import is_perf
-    from ..jobs.run import run
-    from ..scenario.functional import load_raw
-
-    raw, _ = load_raw(source)
-    if is_perf_sanity(raw):
-        return run_perf(import_perf_sanity(source)[0], overrides)
-    if is_perf(raw):
-        return run_perf(source, overrides)
-    return run(source, overrides=overrides, progress=progress)
-
-
 def compare(a, b=None, set_a: dict | None = None, set_b: dict | None = None,
             progress=None) -> Comparison:
     """Run ``a`` with ``set_a`` and ``b`` (default: ``a`` again) with ``set_b``; compare every
     numeric metric."""
+    from ..jobs.dispatch import run_any
     before = run_any(a, set_a, progress)
     after = run_any(b if b is not None else a, set_b, progress)
     return Comparison(_numeric(before.metrics), _numeric(after.metrics))

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..layout.places import rank_label
 from .records import CallRecord
 
 
-def rank_name(record_or_rank: CallRecord | int, names: dict[int, str] | None = None) -> str:
-    """``rank 2`` for a plain launch, ``gen rank 2`` for a rank of a named instance."""
-    if isinstance(record_or_rank, CallRecord):
-        rec = record_or_rank
-        return f"{rec.instance} rank {rec.local_rank}" if rec.instance else f"rank {rec.rank}"
-    if names and record_or_rank in names:
-        return names[record_or_rank]
-    return f"rank {record_or_rank}"
+VERDICTS = ("ok", "mismatch", "deadlock", "failed")
+
+
+def rank_name(rec: CallRecord) -> str:
+    """The rank that made ``rec``, named as every report names ranks."""
+    return rank_label(rec.instance, rec.local_rank if rec.instance else rec.rank, rec.rank)
+
+
+def verdict_of(error: "CollectiveError | None") -> str:
+    """The verdict a run's report gives: ok, mismatch, deadlock, or failed (a rank failed or
+    the launch timed out)."""
+    if error is None:
+        return "ok"
+    return error.kind if error.kind in ("mismatch", "deadlock") else "failed"
 
 
 class CollectiveError(Exception):

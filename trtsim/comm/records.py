@@ -52,9 +52,14 @@ class CallRecord:
     def group_key(self) -> tuple[str, tuple[int, ...]]:
         return (self.group_kind, self.group_ranks)
 
+    @property
+    def call_name(self) -> str:
+        """``pp_allgather``: the Distributed method a person would have called."""
+        return self.op if self.is_p2p or self.group_kind == "world" else f"{self.group_kind}_{self.op}"
+
     def short(self) -> str:
         """``pp_allgather #3 'gen_consensus' iter 2`` -- the call as a person names it."""
-        name = self.op if self.is_p2p or self.group_kind == "world" else f"{self.group_kind}_{self.op}"
+        name = self.call_name
         if self.is_p2p:
             text = f"{name}(peer={self.peer}, tag={self.tag})"
         else:

@@ -19,8 +19,10 @@ a skip is legal only if every member of every group it would have used skips wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
+from ..checks import choices, require_choices
 from ..comm.distributed import Distributed
 from ..state.kv_cache import KVCacheManager
 from ..state.request import LlmRequest, LlmRequestState
@@ -30,32 +32,38 @@ from .ring_consensus import RingConsensus
 from .sessions import RxSession, SessionStatus, TxSession, WaitResult
 from .transfer_plan import holders, plan_request
 
-STICKY_VARIANTS = ("off", "conservative", "unguarded", "guarded")
 _OUTCOME = {SessionStatus.COMPLETED: "completed", SessionStatus.FAILED: "failed",
             SessionStatus.CANCELLED: "cancelled"}
-OUTCOME_MODES = ("packed", "separate")
 
 
 @dataclass(frozen=True)
 class TransceiverConfig:
     """The transceiver's options (scenario key ``transceiver``)."""
 
-    sticky_skip: str = "off"
-    outcome: str = "packed"             # one gather of all three lists, or three gathers
-    timeout_iters: int | None = None    # a session older than this is reported timed out
-    runtime: str = "python"             # python | cpp: what the cost model charges per poll
-    async_consensus: bool = False       # ctx PP consensus as p2p messages round the ring
+    sticky_skip: Literal["off", "conservative", "unguarded", "guarded"] = field(
+        default="off", metadata={"help": "the sticky-role short-circuit of the consensus "
+                                 "gathers: off, conservative (no sync needed at all), "
+                                 "unguarded (no session ever opened), guarded (pp == 1)"})
+    outcome: Literal["packed", "separate"] = field(
+        default="packed", metadata={"help": "outcome consensus: one gather of the three "
+                                    "lists, or three gathers (older code)"})
+    timeout_iters: int | None = field(
+        default=None, metadata={"help": "a session older than this many iterations is "
+                                "reported timed out (null: never)"})
+    runtime: Literal["cpp", "python"] = field(
+        default="cpp", metadata={"help": "TRT-LLM's transceiver_runtime: what the cost "
+                                 "model charges per request and poll"})
+    async_consensus: bool = field(
+        default=False, metadata={"help": "context PP consensus as p2p ballots round the ring "
+                                 "(TP1/PP>1) instead of blocking pp_allgathers"})
 
     def __post_init__(self) -> None:
-        if self.sticky_skip not in STICKY_VARIANTS:
-            raise ValueError(f"sticky_skip={self.sticky_skip!r}; expected one of "
-                             f"{', '.join(STICKY_VARIANTS)}")
-        if self.outcome not in OUTCOME_MODES:
-            raise ValueError(f"outcome={self.outcome!r}; expected one of {', '.join(OUTCOME_MODES)}")
+        require_choices(self)
         if self.timeout_iters is not None and self.timeout_iters < 1:
             raise ValueError(f"timeout_iters={self.timeout_iters!r} must be >= 1")
-        if self.runtime not in ("python", "cpp"):
-            raise ValueError(f"runtime={self.runtime!r}; expected python or cpp")
+
+
+STICKY_VARIANTS = choices(TransceiverConfig, "sticky_skip")
 
 
 @dataclass(frozen=True)
@@ -117,10 +125,10 @@ class KvCacheTransceiverV2:
         peers = self.peers
         pieces = [p for p in plan_request(peers.ctx, peers.gen, self.kv.config, req.ctx_dp_rank,
                                           req.gen_dp_rank) if p.ctx_rank == self.dist.rank]
-        fault = req.fault if req.fault and req.fault.startswith("ctx_") else None
+        fault = req.fault.on("ctx") if req.fault else None
         self.send_sessions[req.request_id] = TxSession(
             self.dist, self.kv, peers.gen_name, req.request_id, pieces,
-            fault[4:] if fault and self._is_fault_rank(req, peers.ctx, req.ctx_dp_rank) else None,
+            fault if fault and self._is_fault_rank(req, peers.ctx, req.ctx_dp_rank) else None,
             self.config.timeout_iters)
         self.send_reqs[req.request_id] = req
         req.state = LlmRequestState.DISAGG_CONTEXT_TRANS_IN_PROGRESS
@@ -247,13 +255,16 @@ class KvCacheTransceiverV2:
     def _receive_fault(self, req: LlmRequest, pieces) -> str | None:
         """The fault this rank's receive sees: its own (gen_*), or the sender's (ctx_*: the
         receivers of the failing context rank's pieces see the failure or cancel message)."""
-        fault = req.fault or ""
-        if fault.startswith("gen_") and self._is_fault_rank(req, self.peers.gen, req.gen_dp_rank):
-            return fault[4:]
-        if fault.startswith("ctx_") and fault[4:] in ("fail", "cancel"):
+        if req.fault is None:
+            return None
+        own = req.fault.on("gen")
+        if own and self._is_fault_rank(req, self.peers.gen, req.gen_dp_rank):
+            return own
+        sent = req.fault.on("ctx")
+        if sent:
             sender = min(holders(self.peers.ctx, req.ctx_dp_rank))
             if any(p.ctx_rank == sender for p in pieces):
-                return fault[4:]
+                return sent
         return None
 
     def _is_fault_rank(self, req: LlmRequest, spec: InstanceSpec, dp_rank: int) -> bool:

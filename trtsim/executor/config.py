@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import random
 
-from ..checks import require_int, require_ints
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
-LOOPS = ("auto", "plain", "overlap", "pp")
-PP_HANDLING = ("ring_count", "on_arrival")
-BENCHMARK_FILL = ("off", "fail_fast", "watchdog")
+from ..checks import require_choices, require_int, require_ints
+
+
+def _help(text: str, default):
+    return field(default=default, metadata={"help": text})
 
 
 @dataclass(frozen=True)
@@ -22,27 +24,24 @@ class ExecutorConfig:
     right after its own forward of the micro-batch; stages then act in different iterations).
     """
 
-    loop: str = "auto"
-    max_iterations: int = 400
-    max_batch_size: int = 8
-    max_num_tokens: int = 1024
-    kv_blocks: int = 256
-    enable_inflight_cancel: bool = False   # step 1 error sync
-    benchmark_fill: str = "off"            # gen-only benchmark gate: off | fail_fast | watchdog
-    watchdog_iters: int = 50               # the stall watchdog's patience (benchmark_fill)
-    async_consensus: bool = False          # ctx PP consensus as p2p messages round the ring
-    pp_handling: str = "ring_count"
-    forward_ms: float = 1.0                # the stand-in forward's modelled cost per step
+    loop: Literal["auto", "plain", "overlap", "pp"] = _help(
+        "executor loop; auto: pp when pp > 1, else plain", "auto")
+    max_iterations: int = _help("iterations before a rank stops", 400)
+    max_batch_size: int = _help("requests per forward", 8)
+    max_num_tokens: int = _help("tokens per forward", 1024)
+    kv_blocks: int = _help("KV-cache blocks per layer on each rank", 256)
+    enable_inflight_cancel: bool = _help("step 1: the error-sync collective", False)
+    benchmark_fill: Literal["off", "fail_fast", "watchdog"] = _help(
+        "gen-only benchmark gate: off, fail_fast (fail at once when nothing fits), watchdog "
+        "(fail after watchdog_iters stalled iterations)", "off")
+    watchdog_iters: int = _help("the stall watchdog's patience (benchmark_fill: watchdog)", 50)
+    pp_handling: Literal["ring_count", "on_arrival"] = _help(
+        "how PP stages handle executed batches: ring_count (every stage in the same iteration) "
+        "or on_arrival (each stage right after its own forward)", "ring_count")
+    forward_ms: float = _help("the stand-in forward's modelled cost per step (ms)", 1.0)
 
     def __post_init__(self) -> None:
-        if self.loop not in LOOPS:
-            raise ValueError(f"loop={self.loop!r}; expected one of {', '.join(LOOPS)}")
-        if self.benchmark_fill not in BENCHMARK_FILL:
-            raise ValueError(f"benchmark_fill={self.benchmark_fill!r}; expected one of "
-                             f"{', '.join(BENCHMARK_FILL)}")
-        if self.pp_handling not in PP_HANDLING:
-            raise ValueError(f"pp_handling={self.pp_handling!r}; expected one of "
-                             f"{', '.join(PP_HANDLING)}")
+        require_choices(self)
         require_ints(self, "max_iterations", "max_batch_size", "max_num_tokens", "kv_blocks",
                      "watchdog_iters")
         if not isinstance(self.forward_ms, (int, float)) or self.forward_ms < 0:
@@ -67,12 +66,12 @@ class ServingWorkload:
     at once).
     """
 
-    num_requests: int = 32
-    input_len: int | tuple[int, int] = 64
-    output_len: int | tuple[int, int] = 8
-    arrival_interval: int = 1
-    seed: int = 0
-    dp_offset: int = 0          # attention DP: request i on DP rank (i + dp_offset) % tp
+    num_requests: int = _help("requests in the workload", 32)
+    input_len: int | tuple[int, int] = _help("prompt length, or [low, high]", 64)
+    output_len: int | tuple[int, int] = _help("tokens to generate, or [low, high]", 8)
+    arrival_interval: int = _help("iterations between arrivals (0: all at once)", 1)
+    seed: int = _help("seed of the drawn lengths (default: the scenario's)", 0)
+    dp_offset: int = _help("attention DP: request i on DP rank (i + dp_offset) % tp", 0)
 
     def __post_init__(self) -> None:
         require_int("num_requests", self.num_requests)

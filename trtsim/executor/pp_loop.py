@@ -157,4 +157,5 @@ class PipelineLoop:
 
     def _retry_here(self, req: LlmRequest) -> bool:
         """An injected ``send_retry@S`` fault: stage S's first attempt must be retried."""
-        return req.fault == f"send_retry@{self.stage}"
+        return req.fault is not None and req.fault.kind == "send_retry" \
+            and req.fault.stage == self.stage

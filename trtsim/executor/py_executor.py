@@ -98,7 +98,8 @@ class PyExecutor:
     def sync_errors(self) -> None:
         if not self.config.enable_inflight_cancel:
             return
-        vote = int(any(r.fault == "error" for r in self.active.values()))
+        vote = int(any(r.fault is not None and r.fault.kind == "error"
+                       for r in self.active.values()))
         if self.adp:
             self.dist.tp_allgather(vote, label="error_sync")
         else:
@@ -277,7 +278,8 @@ class PyExecutor:
 
     # -- step 6 --------------------------------------------------------------------------
     def end_of_iteration(self) -> None:
-        timed_out = [r.request_id for r in self.active.values() if r.fault == "timeout"]
+        timed_out = [r.request_id for r in self.active.values()
+                     if r.fault is not None and r.fault.kind == "timeout"]
         if self.adp:
             self.dist.tp_allgather(timed_out, label="timeouts")
         responses = [_record(r) for r in self._pending_responses]

@@ -39,8 +39,7 @@ class PerfResult:
     def summary(self) -> str:
         c = self.scenario.config
         lines = [f"{self.scenario.name}: {c.model} on {c.hardware}, ctx {c.ctx.servers}x"
-                 f"(tp{c.ctx.tp} pp{c.ctx.pp}{' adp' if c.ctx.attention_dp else ''}), gen "
-                 f"{c.gen.servers}x(tp{c.gen.tp} pp{c.gen.pp}{' adp' if c.gen.attention_dp else ''})"
+                 f"({_describe(c.ctx)}), gen {c.gen.servers}x({_describe(c.gen)})"
                  f", sticky_skip {self.scenario.sticky_skip}, runtime {c.runtime}",
                  f"control plane per rank-iteration (group size, calls): ctx {self.control.ctx}, "
                  f"gen {self.control.gen}"]
@@ -70,7 +69,12 @@ def run_perf(source, overrides: dict | None = None) -> PerfResult:
         source.raw if isinstance(source, PerfScenario) else source, overrides)
     t0 = time.perf_counter()
     c = scen.config
-    control = measure_control_plane(c.ctx, c.gen, scen.sticky_skip, c.async_consensus)
+    control = measure_control_plane(c.ctx, c.gen, scen.transceiver)
     cfg = PerfConfig(**{**{f.name: getattr(c, f.name) for f in fields(c)}, "control": control})
     sim = simulate(cfg)
     return PerfResult(scen, sim.metrics, sim.breakdown, control, time.perf_counter() - t0, sim)
+
+
+def _describe(inst) -> str:
+    lay = inst.layout
+    return f"tp{lay.tp_size} pp{lay.pp_size}{' adp' if lay.enable_attention_dp else ''}"

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 from .census import Census
 from ..comm.guard.lockstep import summarize
-from ..comm.errors import CollectiveDeadlock, CollectiveError, CollectiveMismatch
+from ..comm.errors import CollectiveError, verdict_of
 from ..disagg.transceiver import DisaggPeers
 from .transfer_job import (TransferJob, completed_everywhere, transfer_program,
                                   verify_transfer)
@@ -17,9 +17,6 @@ from ..comm.launcher import LaunchConfig, run_ranks
 from ..launch import default_clock_model
 from ..layout.places import InstanceLayout
 from ..scenario.functional import Scenario, TransferWorkload, load_scenario
-
-VERDICTS = ("ok", "mismatch", "deadlock", "failed")
-
 
 @dataclass
 class RunResult:
@@ -82,16 +79,6 @@ class RunResult:
 
 def _fmt(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-
-def verdict_of(error: CollectiveError | None) -> str:
-    if error is None:
-        return "ok"
-    if isinstance(error, CollectiveMismatch):
-        return "mismatch"
-    if isinstance(error, CollectiveDeadlock):
-        return "deadlock"
-    return "failed"
 
 
 def run(scenario, backend: str | None = None, overrides: dict | None = None,

@@ -10,6 +10,7 @@ from ..executor.config import ExecutorConfig, ServingWorkload
 from ..state.kv_cache import KVCacheManager, KvCacheConfig
 from ..executor.py_executor import PyExecutor
 from ..disagg.transfer_plan import dp_owner
+from ..state.fault import Fault
 from ..state.request import LlmRequest
 
 
@@ -23,7 +24,7 @@ class ServingJob:
     executor: ExecutorConfig = ExecutorConfig()
     transceiver: TransceiverConfig = TransceiverConfig()
     seed: int = 0
-    faults: dict[int, str] = field(default_factory=dict)
+    faults: dict[int, Fault] = field(default_factory=dict)
     speculative: object | None = None      # trtsim.spec config; None: one token per step
 
     def requests(self) -> list[LlmRequest]:

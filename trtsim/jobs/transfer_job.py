@@ -16,6 +16,7 @@ import torch
 
 from ..comm.distributed import Distributed
 from ..state.kv_cache import KVCacheManager, KvCacheConfig
+from ..state.fault import Fault
 from ..state.request import LlmRequest
 from ..disagg.transceiver import DisaggPeers, KvCacheTransceiverV2, TransceiverConfig
 from ..disagg.transfer_plan import dp_owner, holders
@@ -30,7 +31,7 @@ class TransferJob:
     requests: tuple[int, ...]                      # prompt lengths
     transceiver: TransceiverConfig = TransceiverConfig()
     seed: int = 0
-    faults: dict[int, str] = field(default_factory=dict)   # request index -> "ctx_fail", ...
+    faults: dict[int, Fault] = field(default_factory=dict)   # request index -> fault
     dp_offset: int = 0
 
     def request(self, i: int) -> LlmRequest:

@@ -14,7 +14,7 @@ rank's view of a layout, spelled as TensorRT-LLM spells it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..checks import require_ints
 
@@ -27,11 +27,13 @@ class ParallelLayout:
     """The parallel factors of one instance: ``tp_size`` GPUs per PP stage (times ``cp_size``),
     ``pp_size`` stages, ``ep_size`` expert-parallel ranks among the TP ranks."""
 
-    tp_size: int = 1
-    pp_size: int = 1
-    cp_size: int = 1
-    ep_size: int = 1
-    enable_attention_dp: bool = False
+    # metadata: the scenario key of each factor and what it means (the schema reads both)
+    tp_size: int = field(default=1, metadata={"key": "tp", "help": "tensor-parallel ranks per PP stage"})
+    pp_size: int = field(default=1, metadata={"key": "pp", "help": "pipeline stages"})
+    cp_size: int = field(default=1, metadata={"key": "cp", "help": "context-parallel ranks"})
+    ep_size: int = field(default=1, metadata={"key": "ep", "help": "expert-parallel ranks (divides tp)"})
+    enable_attention_dp: bool = field(default=False, metadata={
+        "key": "attention_dp", "help": "attention data parallelism: each TP rank its own requests"})
 
     def __post_init__(self) -> None:
         require_ints(self, "tp_size", "pp_size", "cp_size", "ep_size")

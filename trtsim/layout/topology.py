@@ -3,7 +3,7 @@ test topologies (DESIGN 3.2), by id, in the order of the table."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .mapping import ParallelLayout
 
@@ -12,8 +12,9 @@ from .mapping import ParallelLayout
 class InstanceSpec(ParallelLayout):
     """One serving instance: its parallel layout and the model facts that shape its KV cache."""
 
-    is_mla: bool = False
-    num_layers: int = 4
+    # Set from the deployment's keys (mla, num_layers), not per instance.
+    is_mla: bool = field(default=False, metadata={"internal": True})
+    num_layers: int = field(default=4, metadata={"internal": True})
 
     def __post_init__(self) -> None:
         super().__post_init__()

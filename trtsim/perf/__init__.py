@@ -1,13 +1,14 @@
 """First-principles cost model of TensorRT-LLM serving steps, for the virtual-time simulator.
 
-    from trtsim.perf import CostModel, Layout, get_hardware, get_model
-    cm = CostModel(get_hardware("GB300"), get_model("DeepSeek-R1-FP4"),
-                   Layout(tp=8, ep=8, attention_dp=True))
+    from trtsim.layout import ParallelLayout
+    from trtsim.perf import CostModel, get_hardware, get_model
+    dep8 = ParallelLayout(tp_size=8, ep_size=8, enable_attention_dp=True)
+    cm = CostModel(get_hardware("GB300"), get_model("DeepSeek-R1-FP4"), dep8)
     cm.prefill_time(8192)                      # s, one 8k-token context step on a DP rank
     cm.generation_step_time(32, 8192, 3)       # s, verify + 3 MTP drafts, 32 requests a rank
-    cm.kv_transfer_time(8192, Layout(tp=8, ep=8, attention_dp=True))   # s, ctx -> gen
+    cm.kv_transfer_time(8192, dep8)             # s, ctx -> gen
 
-Modules: ``hardware`` (GPUs), ``models`` (shapes, weight formats), ``roofline`` (ops, layout,
+Modules: ``hardware`` (GPUs), ``models`` (shapes, weight formats), ``roofline`` (ops,
 CostModel), ``comm_cost`` (collectives, KV transfer, host-object gathers). All values are
 frozen dataclasses; every function is pure. Figures and their sources: docs/COST_MODEL.md.
 """
@@ -20,10 +21,10 @@ from .hardware import B200, GB200, GB300, H100_SXM, H200_SXM, HARDWARE, Hardware
 from .models import (BF16, DEEPSEEK_NVFP4, DEEPSEEK_R1_FP4, DEEPSEEK_V3, FP8, GPT_OSS_120B,
                      GPT_OSS_MXFP4, MODELS, QWEN3_235B_A22B, V4_FP4_FP8, V4_PRO, AttentionSpec,
                      ModelSpec, MoESpec, Precision, get_model)
-from .roofline import CostModel, Layout, Op, RequestGroup, attended_pairs, stage_layer_ranges
+from .roofline import CostModel, Op, RequestGroup, attended_pairs
 
 __all__ = [
-    "CostModel", "Layout", "Op", "RequestGroup", "attended_pairs", "stage_layer_ranges",
+    "CostModel", "Op", "RequestGroup", "attended_pairs",
     "Hardware", "HARDWARE", "get_hardware", "H100_SXM", "H200_SXM", "B200", "GB200", "GB300",
     "ModelSpec", "AttentionSpec", "MoESpec", "Precision", "MODELS", "get_model",
     "DEEPSEEK_V3", "DEEPSEEK_R1_FP4", "GPT_OSS_120B", "QWEN3_235B_A22B", "V4_PRO",

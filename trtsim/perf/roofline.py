@@ -9,7 +9,8 @@ under the parallel layout. Its time is
 first two *added* (``combine='sum'``: a stricter upper bound). Ops of a layer run one after
 another; the layer's collectives (comm_cost) add on the critical path (no compute/comm overlap).
 
-Layout semantics follow TensorRT-LLM's Mapping: per pipeline stage ``tp`` GPUs. Without
+The layout is trtsim's one layout type (``ParallelLayout``, TensorRT-LLM's Mapping factors):
+per pipeline stage ``tp_size`` GPUs. Without
 attention DP, attention heads, the dense MLP, shared experts and the vocabulary are split over
 ``tp`` and every rank sees all tokens (two all-reduces per layer). With attention DP each rank
 runs attention, dense MLPs, shared experts and lm_head whole on its own requests; MoE layers
@@ -22,6 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..layout.mapping import ParallelLayout, pp_layer_split
 from . import comm_cost as cc
 from .hardware import Hardware, check_dtype
 from .models import ModelSpec, Precision
@@ -64,46 +66,6 @@ class Op:
 
 
 @dataclass(frozen=True)
-class Layout:
-    """Parallel layout of one instance: ``tp`` GPUs per stage, ``pp`` stages, ``ep`` experts."""
-
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    attention_dp: bool = False
-    moe_comm: str = "alltoall"   # MoE exchange under attention DP: 'alltoall' | 'allgather'
-
-    def __post_init__(self) -> None:
-        for n in ("tp", "pp", "ep"):
-            v = getattr(self, n)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"Layout.{n}={v!r} must be an int >= 1")
-        if self.tp % self.ep:
-            raise ValueError(f"Layout.ep={self.ep} must divide tp={self.tp}")
-        if not isinstance(self.attention_dp, bool):
-            raise ValueError(f"Layout.attention_dp={self.attention_dp!r} must be a bool")
-        if self.moe_comm not in ("alltoall", "allgather"):
-            raise ValueError(f"Layout.moe_comm={self.moe_comm!r} must be 'alltoall' or 'allgather'")
-
-    @property
-    def dp(self) -> int:
-        return self.tp if self.attention_dp else 1
-
-    @property
-    def attn_tp(self) -> int:
-        """Ranks one request's attention (and dense MLP, shared experts, lm_head) is split over."""
-        return 1 if self.attention_dp else self.tp
-
-    @property
-    def moe_tp(self) -> int:
-        return self.tp // self.ep
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.pp
-
-
-@dataclass(frozen=True)
 class RequestGroup:
     """``count`` alike requests of one attention-DP rank in one forward step."""
 
@@ -132,24 +94,13 @@ def attended_pairs(prefix: float, new: float, window: int) -> float:
     return m * prefix + m * (m + 1) / 2 + (new - m) * window
 
 
-def stage_layer_ranges(num_layers: int, pp: int) -> list[range]:
-    """Layers of each PP stage, split like ``torch.tensor_split`` (first L % pp get one more)."""
-    base, extra = divmod(num_layers, pp)
-    out, start = [], 0
-    for s in range(pp):
-        n = base + (1 if s < extra else 0)
-        out.append(range(start, start + n))
-        start += n
-    return out
-
-
 @dataclass(frozen=True)
 class CostModel:
     """Seconds for prefill, decode, MTP draft and KV transfer of one instance. Pure."""
 
     hardware: Hardware
     model: ModelSpec
-    layout: Layout = field(default_factory=Layout)
+    layout: ParallelLayout = field(default_factory=ParallelLayout)
     precision: Precision | None = None       # None: the model's deployed precision
     combine: str = "max"                     # 'max' (roofline) | 'sum' (stricter bound)
     step_overhead_s: float = 20e-6           # s per forward step: graph launch + host sync
@@ -157,6 +108,7 @@ class CostModel:
     transceiver: cc.TransceiverOverhead = cc.CPP_TRANSCEIVER
     tokens_per_block: int = 32               # KV-cache block size (tokens), for KV transfer
     kv_link: str = "nic"                     # KV transfer path: 'nic' | 'nvlink'
+    moe_comm: str = "alltoall"   # MoE exchange under attention DP: 'alltoall' | 'allgather'
 
     def __post_init__(self) -> None:
         m, lay, att = self.model, self.layout, self.model.attention
@@ -164,6 +116,9 @@ class CostModel:
             raise ValueError(f"CostModel.combine={self.combine!r} must be 'max' or 'sum'")
         if self.kv_link not in ("nic", "nvlink"):
             raise ValueError(f"CostModel.kv_link={self.kv_link!r} must be 'nic' or 'nvlink'")
+        if self.moe_comm not in ("alltoall", "allgather"):
+            raise ValueError(f"CostModel.moe_comm={self.moe_comm!r} must be 'alltoall' or "
+                             "'allgather'")
         if not 0 <= self.step_overhead_s < 1:
             raise ValueError(f"CostModel.step_overhead_s={self.step_overhead_s!r} "
                              "must be in [0, 1)")
@@ -172,14 +127,14 @@ class CostModel:
         if isinstance(self.tokens_per_block, bool) or not isinstance(self.tokens_per_block, int) \
                 or self.tokens_per_block < 1:
             raise ValueError(f"CostModel.tokens_per_block={self.tokens_per_block!r} must be >= 1")
-        if att.num_heads % lay.attn_tp:
-            raise ValueError(f"layout tp={lay.tp} does not divide num_heads={att.num_heads} "
+        if att.num_heads % lay.attn_tp_size:
+            raise ValueError(f"layout tp_size={lay.tp_size} does not divide num_heads={att.num_heads} "
                              f"of {m.name} (use attention_dp)")
-        if m.moe is not None and m.moe.num_experts % lay.ep:
-            raise ValueError(f"layout ep={lay.ep} does not divide num_experts="
+        if m.moe is not None and m.moe.num_experts % lay.ep_size:
+            raise ValueError(f"layout ep_size={lay.ep_size} does not divide num_experts="
                              f"{m.moe.num_experts} of {m.name}")
-        if lay.pp > m.num_layers:
-            raise ValueError(f"layout pp={lay.pp} exceeds num_layers={m.num_layers} of {m.name}")
+        if lay.pp_size > m.num_layers:
+            raise ValueError(f"layout pp_size={lay.pp_size} exceeds num_layers={m.num_layers} of {m.name}")
 
     # -- shapes on one GPU -------------------------------------------------------------------
     @property
@@ -188,7 +143,7 @@ class CostModel:
 
     def _kv_heads_per_rank(self) -> int:
         att = self.model.attention
-        return math.ceil(att.num_kv_heads / self.layout.attn_tp) if att.kind == "gqa" else 0
+        return math.ceil(att.num_kv_heads / self.layout.attn_tp_size) if att.kind == "gqa" else 0
 
     def _kv_elems_per_rank(self) -> float:
         """Cached elements per token per layer on one GPU (MLA's latent is replicated)."""
@@ -198,7 +153,7 @@ class CostModel:
         return 2 * att.head_dim * self._kv_heads_per_rank()
 
     def _attn_params_per_rank(self) -> float:
-        att, h, t = self.model.attention, self.model.hidden_size, self.layout.attn_tp
+        att, h, t = self.model.attention, self.model.hidden_size, self.layout.attn_tp_size
         kv = att.kv_head_params(h) / att.num_kv_heads * self._kv_heads_per_rank() \
             if att.kind == "gqa" else 0.0
         return att.replicated_params(h) + att.head_params(h) / t + kv
@@ -206,7 +161,7 @@ class CostModel:
     # -- ops of one layer --------------------------------------------------------------------
     def _attention_ops(self, groups: list[RequestGroup], window: int) -> list[Op]:
         att, h, p = self.model.attention, self.model.hidden_size, self.prec
-        heads = att.num_heads / self.layout.attn_tp
+        heads = att.num_heads / self.layout.attn_tp_size
         tokens = sum(g.count * g.new_tokens for g in groups)
         params = self._attn_params_per_rank()
         kv_elems = self._kv_elems_per_rank()
@@ -242,17 +197,17 @@ class CostModel:
 
     def _moe_ops(self, tokens: float) -> list[Op]:
         moe, h, lay, p = self.model.moe, self.model.hidden_size, self.layout, self.prec
-        t_all = tokens * lay.dp                                 # tokens entering the MoE
-        assign = t_all * moe.top_k / lay.ep * self.moe_imbalance  # (token, expert) on this rank
-        eparams = moe.expert_params(h) / lay.moe_tp
-        touched = moe.expected_experts_touched(t_all) / lay.ep
-        inter = moe.intermediate_size / lay.moe_tp
+        t_all = tokens * lay.dp_size                                 # tokens entering the MoE
+        assign = t_all * moe.top_k / lay.ep_size * self.moe_imbalance  # (token, expert) on this rank
+        eparams = moe.expert_params(h) / lay.moe_tp_size
+        touched = moe.expected_experts_touched(t_all) / lay.ep_size
+        inter = moe.intermediate_size / lay.moe_tp_size
         ops = [Op("moe_gate", 2 * tokens * h * moe.num_experts,
                   h * moe.num_experts * ACT + tokens * moe.num_experts * 4, "bf16", 2),
                Op("moe_experts", 2 * assign * eparams, touched * eparams * p.expert_weight_bytes
                   + assign * (2 * h + 3 * inter) * ACT, p.expert_compute, 5)]
         if moe.num_shared_experts:
-            ops.append(self._mlp_op("shared_expert", moe.shared_params(h), tokens, lay.attn_tp))
+            ops.append(self._mlp_op("shared_expert", moe.shared_params(h), tokens, lay.attn_tp_size))
         return ops
 
     def layer_ops(self, layer: int, groups: list[RequestGroup]) -> list[Op]:
@@ -264,24 +219,24 @@ class CostModel:
             ops += self._moe_ops(tokens)
         else:
             params = 3 * m.hidden_size * m.dense_intermediate_size
-            ops.append(self._mlp_op("dense_mlp", params, tokens, self.layout.attn_tp))
+            ops.append(self._mlp_op("dense_mlp", params, tokens, self.layout.attn_tp_size))
         return ops
 
     def layer_comm_time(self, layer: int, tokens: float) -> float:
         """Collectives of one layer on the critical path (s), ``tokens`` per DP rank."""
         lay, hw, h, a = self.layout, self.hardware, self.model.hidden_size, self.prec.act_bytes
-        if not lay.attention_dp:
-            link = cc.group_link(hw, lay.tp)
-            return 2 * cc.all_reduce_time(lay.tp, tokens * h * a, link)
+        if not lay.enable_attention_dp:
+            link = cc.group_link(hw, lay.tp_size)
+            return 2 * cc.all_reduce_time(lay.tp_size, tokens * h * a, link)
         if not self.model.is_moe_layer(layer):
             return 0.0
         moe = self.model.moe
-        if lay.moe_comm == "alltoall" and lay.ep > 1:
-            return cc.moe_dispatch_combine_time(tokens, h, a, moe.num_experts, moe.top_k, lay.ep,
-                                                cc.group_link(hw, lay.ep))
-        link = cc.group_link(hw, lay.tp)
-        return cc.all_gather_time(lay.tp, tokens * h * a, link) \
-            + cc.reduce_scatter_time(lay.tp, tokens * lay.dp * h * a, link)
+        if self.moe_comm == "alltoall" and lay.ep_size > 1:
+            return cc.moe_dispatch_combine_time(tokens, h, a, moe.num_experts, moe.top_k, lay.ep_size,
+                                                cc.group_link(hw, lay.ep_size))
+        link = cc.group_link(hw, lay.tp_size)
+        return cc.all_gather_time(lay.tp_size, tokens * h * a, link) \
+            + cc.reduce_scatter_time(lay.tp_size, tokens * lay.dp_size * h * a, link)
 
     def layer_time(self, layer: int, groups: list[RequestGroup]) -> float:
         tokens = sum(g.count * g.new_tokens for g in groups)
@@ -292,22 +247,22 @@ class CostModel:
     def _lm_head(self, rows: float, full_gather: bool = True) -> tuple[Op, float]:
         """lm_head op and its gather (s): full logits, or the draft's local argmax pairs."""
         lay, m, p = self.layout, self.model, self.prec
-        vocab = m.vocab_size / lay.attn_tp
+        vocab = m.vocab_size / lay.attn_tp_size
         op = Op("lm_head", 2 * rows * m.hidden_size * vocab,
                 m.hidden_size * vocab * p.lm_head_bytes + rows * vocab * 4, "bf16", 2)
-        link = cc.group_link(self.hardware, lay.attn_tp)
+        link = cc.group_link(self.hardware, lay.attn_tp_size)
         per_rank = rows * vocab * p.act_bytes if full_gather else rows * 8
-        return op, cc.all_gather_time(lay.attn_tp, per_rank, link)
+        return op, cc.all_gather_time(lay.attn_tp_size, per_rank, link)
 
     def stage_time(self, stage: int, groups: list[RequestGroup]) -> float:
         """One PP stage's forward time (s) for one micro-batch of ``groups``."""
         hw, m = self.hardware, self.model
         tokens = sum(g.count * g.new_tokens for g in groups)
-        t = sum(self.layer_time(i, groups) for i in stage_layer_ranges(m.num_layers,
-                                                                         self.layout.pp)[stage])
+        t = sum(self.layer_time(i, groups) for i in pp_layer_split(m.num_layers,
+                                                                         self.layout.pp_size)[stage])
         if stage == 0:
             t += Op("embedding", 0.0, 2 * tokens * m.hidden_size * ACT).time(hw, self.combine)
-        if stage == self.layout.pp - 1:
+        if stage == self.layout.pp_size - 1:
             rows = sum(g.count * g.logits for g in groups)
             if rows:   # lm_head, logits gather, then sampling reads the full logits once
                 op, gather = self._lm_head(rows)
@@ -322,10 +277,10 @@ class CostModel:
             return 0.0
         lay = self.layout
         tokens = sum(g.count * g.new_tokens for g in groups)
-        t = sum(self.stage_time(s, groups) for s in range(lay.pp))
-        if lay.pp > 1:   # hidden states + residual to the next stage
-            link = cc.group_link(self.hardware, lay.gpus)
-            t += (lay.pp - 1) * cc.send_time(2 * tokens * self.model.hidden_size
+        t = sum(self.stage_time(s, groups) for s in range(lay.pp_size))
+        if lay.pp_size > 1:   # hidden states + residual to the next stage
+            link = cc.group_link(self.hardware, lay.world_size)
+            t += (lay.pp_size - 1) * cc.send_time(2 * tokens * self.model.hidden_size
                                              * self.prec.act_bytes, link)
         return t + self.step_overhead_s
 
@@ -371,7 +326,7 @@ class CostModel:
                     + 3 * tokens * h * ACT).time(hw, self.combine)
             t += self.layer_time(layer, g)
             op, gather = self._lm_head(batch, full_gather=False)
-            argmax = Op("draft_argmax", 0.0, batch * m.vocab_size / self.layout.attn_tp * ACT)
+            argmax = Op("draft_argmax", 0.0, batch * m.vocab_size / self.layout.attn_tp_size * ACT)
             t += op.time(hw, self.combine) + gather + argmax.time(hw, self.combine)
         return t
 
@@ -380,7 +335,7 @@ class CostModel:
         return self.decode_step_time(batch, kv_len, num_draft_tokens) \
             + self.mtp_draft_time(batch, kv_len, num_draft_tokens)
 
-    def kv_transfer_time(self, num_tokens: float, gen_layout: Layout | None = None,
+    def kv_transfer_time(self, num_tokens: float, gen_layout: ParallelLayout | None = None,
                          num_requests: int = 1) -> float:
         """Move ``num_requests`` requests of ``num_tokens`` tokens of KV cache from this
         (context) layout to ``gen_layout`` (s): the busiest sender or receiver sets the pace."""
@@ -397,17 +352,17 @@ class CostModel:
                 blocks -= max(0, int((num_tokens + 1 - w) // b))
             total += blocks * b * per_tok
 
-        def head_groups(lay: Layout) -> int:   # distinct KV slices one stage holds
-            if att.kind == "mla" or lay.attention_dp:
+        def head_groups(lay: ParallelLayout) -> int:   # distinct KV slices one stage holds
+            if att.kind == "mla" or lay.enable_attention_dp:
                 return 1
-            return att.num_kv_heads // math.ceil(att.num_kv_heads / lay.tp)
+            return att.num_kv_heads // math.ceil(att.num_kv_heads / lay.tp_size)
 
-        def need_ranks(lay: Layout) -> int:    # ranks of one stage that need this request's KV
-            return 1 if lay.attention_dp else lay.tp
+        def need_ranks(lay: ParallelLayout) -> int:    # ranks of one stage that need this request's KV
+            return 1 if lay.enable_attention_dp else lay.tp_size
 
-        recv = total / gen.pp / head_groups(gen)          # what one gen rank needs
-        delivered = recv * gen.pp * need_ranks(gen)         # summed over the gen ranks
-        send = delivered / (self.layout.pp * need_ranks(self.layout))  # ctx holders share it
+        recv = total / gen.pp_size / head_groups(gen)          # what one gen rank needs
+        delivered = recv * gen.pp_size * need_ranks(gen)         # summed over the gen ranks
+        send = delivered / (self.layout.pp_size * need_ranks(self.layout))  # ctx holders share it
         hw = self.hardware
         rate, lat = (hw.nic_rate, hw.nic_latency_s) if self.kv_link == "nic" \
             else (hw.nvlink_rate, hw.nvlink_latency_s)
@@ -427,16 +382,16 @@ class CostModel:
             b = self._attn_params_per_rank() * p.attn_weight_bytes
             if m.is_moe_layer(i):
                 moe = m.moe
-                b += moe.num_experts / lay.ep * moe.expert_params(h) / lay.moe_tp \
+                b += moe.num_experts / lay.ep_size * moe.expert_params(h) / lay.moe_tp_size \
                     * p.expert_weight_bytes
-                b += moe.shared_params(h) / lay.attn_tp * p.dense_weight_bytes
+                b += moe.shared_params(h) / lay.attn_tp_size * p.dense_weight_bytes
                 b += h * moe.num_experts * ACT
             else:
-                b += 3 * h * m.dense_intermediate_size / lay.attn_tp * p.dense_weight_bytes
+                b += 3 * h * m.dense_intermediate_size / lay.attn_tp_size * p.dense_weight_bytes
             return b
 
-        ranges = stage_layer_ranges(m.num_layers, lay.pp)
-        head = m.vocab_size / lay.attn_tp * h
+        ranges = pp_layer_split(m.num_layers, lay.pp_size)
+        head = m.vocab_size / lay.attn_tp_size * h
         per_stage = [sum(layer_bytes(i) for i in r) for r in ranges]
         per_stage[0] += head * ACT
         per_stage[-1] += head * p.lm_head_bytes + m.num_mtp_layers * (
@@ -445,7 +400,7 @@ class CostModel:
 
     def kv_bytes_per_token_per_gpu(self) -> float:
         """KV-cache bytes one token occupies on the most loaded GPU."""
-        layers = max(len(r) for r in stage_layer_ranges(self.model.num_layers, self.layout.pp))
+        layers = max(len(r) for r in pp_layer_split(self.model.num_layers, self.layout.pp_size))
         return layers * self._kv_elems_per_rank() * self.prec.kv_bytes
 
     def breakdown(self, groups: list[RequestGroup]) -> dict:

@@ -20,35 +20,25 @@ import random
 from dataclasses import dataclass, field, replace
 
 from ..checks import require_ints
+from ..layout.mapping import ParallelLayout
 from . import comm_cost as cc
 from .client import RequestRecord, serving_metrics
 from .hardware import get_hardware
 from .models import get_model
-from .roofline import CostModel, Layout, RequestGroup
+from .roofline import CostModel, RequestGroup
 
 
 @dataclass(frozen=True)
 class InstanceConfig:
     """One role's servers: how many, and each one's layout and batch limits."""
 
-    servers: int = 1
-    tp: int = 1
-    pp: int = 1
-    ep: int = 1
-    attention_dp: bool = False
-    max_batch_size: int = 8
-    max_num_tokens: int = 8192
+    servers: int = field(default=1, metadata={"help": "servers of this role"})
+    layout: ParallelLayout = field(default_factory=ParallelLayout, metadata={"flatten": True})
+    max_batch_size: int = field(default=8, metadata={"help": "requests per forward per DP rank"})
+    max_num_tokens: int = field(default=8192, metadata={"help": "tokens per forward per DP rank"})
 
     def __post_init__(self) -> None:
-        require_ints(self, "servers", "tp", "pp", "ep", "max_batch_size", "max_num_tokens")
-
-    @property
-    def layout(self) -> Layout:
-        return Layout(tp=self.tp, pp=self.pp, ep=self.ep, attention_dp=self.attention_dp)
-
-    @property
-    def dp(self) -> int:
-        return self.tp if self.attention_dp else 1
+        require_ints(self, "servers", "max_batch_size", "max_num_tokens")
 
 
 @dataclass(frozen=True)
@@ -138,7 +128,7 @@ class _Models:
 
     def prefill_stages(self, tokens: int, requests: int) -> tuple[float, ...]:
         g = [RequestGroup(requests, tokens / requests, 0.0, 1, context=True)]
-        return tuple(self.ctx.stage_time(s, g) for s in range(self.ctx.layout.pp))
+        return tuple(self.ctx.stage_time(s, g) for s in range(self.ctx.layout.pp_size))
 
     def transfer(self, tokens: int) -> float:
         return self.ctx.kv_transfer_time(tokens, self.gen.layout)
@@ -221,11 +211,11 @@ def _round(cfg, models, rng, start, ctrl_ctx, ctrl_gen, add, events):
             ctx_busy[server] = True
             take = _ctx_batch(cfg.ctx, queue, bench.input_length)
             del queue[:len(take)]
-            per_rank = max(1, -(-len(take) // cfg.ctx.dp))
+            per_rank = max(1, -(-len(take) // cfg.ctx.layout.dp_size))
             tokens = per_rank * bench.input_length
-            if cfg.ctx.pp > 1 and not cfg.async_consensus:
+            if cfg.ctx.layout.pp_size > 1 and not cfg.async_consensus:
                 compute = sum(models.prefill_stages(tokens, per_rank))   # drained pipeline
-            elif cfg.ctx.pp > 1:
+            elif cfg.ctx.layout.pp_size > 1:
                 compute = max(models.prefill_stages(tokens, per_rank))   # full pipeline
             else:
                 compute = models.prefill(tokens, per_rank)
@@ -251,12 +241,12 @@ def _round(cfg, models, rng, start, ctrl_ctx, ctrl_gen, add, events):
         elif kind == "gen":
             gsrv = payload
             active, waiting = gen_active[gsrv], gen_waiting[gsrv]
-            while waiting and len(active) < cfg.gen.max_batch_size * cfg.gen.dp:
+            while waiting and len(active) < cfg.gen.max_batch_size * cfg.gen.layout.dp_size:
                 active.append(waiting.pop(0))
             if not active:
                 gen_busy[gsrv] = False
                 continue
-            per_rank = max(1, -(-len(active) // cfg.gen.dp))
+            per_rank = max(1, -(-len(active) // cfg.gen.layout.dp_size))
             mean_kv = sum(kv_len[r] for r in active) / len(active)
             compute = models.gen_step(per_rank, int(mean_kv) // 64 * 64 + 64)
             host = ctrl_gen + models.gen.transceiver_poll_time(len(waiting)) \
@@ -295,4 +285,4 @@ def _ctx_batch(inst: InstanceConfig, queue: list[int], isl: int) -> list[int]:
     """Requests one context iteration takes: per DP rank up to max_batch_size and
     max_num_tokens (at least one)."""
     per_rank = max(1, min(inst.max_batch_size, inst.max_num_tokens // isl))
-    return queue[:per_rank * inst.dp]
+    return queue[:per_rank * inst.layout.dp_size]

@@ -1,57 +1,44 @@
-"""Scenarios: YAML (or dict) -> a validated, frozen ``Scenario``.
+"""Functional scenarios: YAML (or dict) -> a validated, frozen ``Scenario``.
 
 Every key is checked: an unknown key, a wrong type or an impossible value is a
 ``ScenarioError`` whose message names the file, the dotted key and the value
-(``scenarios/x.yaml: transceiver.sticky_skip: 'sometimes' is not one of off, ...``).
+(``scenarios/x.yaml: transceiver.sticky_skip: sticky_skip='sometimes'; expected ...``).
 Overrides are dotted keys applied to the raw mapping before validation, so
-``--set model.window=24`` is checked like the file itself.
+``--set model.window=24`` is checked like the file itself. The top-level keys are the fields
+of ``Scenario``; each section's keys are the fields of the dataclass it builds (``schema``).
 """
 
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass, field, fields
+from typing import Literal
 
-import yaml
-
-from ..disagg.transceiver import TransceiverConfig
-from ..executor.config import ExecutorConfig, ServingWorkload
-from ..state.kv_cache import KvCacheConfig
+from ..comm.errors import VERDICTS
 from ..comm.guard.policy import GUARDS
 from ..comm.launcher import BACKENDS
+from ..disagg.transceiver import TransceiverConfig
+from ..executor.config import ExecutorConfig, ServingWorkload
+from ..layout.mapping import ParallelLayout
 from ..layout.topology import Deployment, InstanceSpec, topology
+from ..spec.config import SpecConfig
+from ..state.fault import Fault
+from ..state.kv_cache import KvCacheConfig
+from .schema import ScenarioError, build, err, known_keys, scalar, section, yaml_key
+from .source import load_raw, parse_value, set_dotted, with_overrides
 
-WORKLOAD_KINDS = ("transfer", "serving")
-
-
-class ScenarioError(ValueError):
-    """Bad scenario input: the message is one line naming file, key and value."""
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML 1.2 booleans only: ``off``/``on``/``yes``/``no`` stay strings (sticky_skip: off)."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:bool"]
-    for k, v in yaml.SafeLoader.yaml_implicit_resolvers.copy().items()}
-for _first in "tTfF":
-    _Loader.yaml_implicit_resolvers.setdefault(_first, []).insert(0, (
-        "tag:yaml.org,2002:bool", __import__("re").compile(r"^(?:true|True|TRUE|false|False|FALSE)$")))
-
-
-def parse_value(text: str):
-    """A ``--set key=value`` value, read as YAML (numbers, lists, null) with 1.2 booleans."""
-    return yaml.load(text, Loader=_Loader)
+__all__ = ["Scenario", "ScenarioError", "TransferWorkload", "load_scenario", "load_raw",
+           "parse_value", "set_dotted", "resolve"]
 
 
 @dataclass(frozen=True)
 class TransferWorkload:
-    """TRT-LLM's transfer test: one request per prompt length (DESIGN 3.2: 30, 60, 80)."""
+    """TRT-LLM's transfer test: one request per prompt length (30, 60, 80 by default)."""
 
-    requests: tuple[int, ...] = (30, 60, 80)
-    dp_offset: int = 0          # attention DP: request i on DP rank (i + dp_offset) % tp
+    requests: tuple[int, ...] = field(default=(30, 60, 80), metadata={
+        "type": "a list of prompt lengths", "help": "prompt length of each request"})
+    dp_offset: int = field(default=0, metadata={
+        "help": "attention DP: request i on DP rank (i + dp_offset) % tp"})
 
     def __post_init__(self) -> None:
         if not self.requests or any(not isinstance(n, int) or n < 1 for n in self.requests):
@@ -59,188 +46,106 @@ class TransferWorkload:
 
 
 @dataclass(frozen=True)
-class Scenario:
-    """A resolved scenario: the deployment and every option, validated."""
+class Deployed:
+    """The deployment section's own keys (each instance is a ``ParallelLayout``)."""
 
-    name: str
-    deployment: Deployment
-    kv: KvCacheConfig
-    workload: TransferWorkload | ServingWorkload
-    description: str = ""
-    backend: str = "inproc"
-    guard: str = "strict"
-    seed: int = 0
-    timeout: float = 120.0
-    transceiver: TransceiverConfig = TransceiverConfig()
-    executor: ExecutorConfig = ExecutorConfig()
-    speculative: object | None = None
-    faults: dict[int, str] = field(default_factory=dict)
-    expect: str = "ok"          # the verdict this scenario reproduces; the run holds if equal
-    delays: tuple[tuple[int, float], ...] = ()     # global rank -> seconds before each call
-    source: str = "<dict>"
-    raw: dict = field(default_factory=dict, compare=False)
+    ctx: ParallelLayout = field(default_factory=ParallelLayout, metadata={"help": "the context instance"})
+    gen: ParallelLayout = field(default_factory=ParallelLayout, metadata={"help": "the generation instance"})
+    num_layers: int = field(default=4, metadata={"help": "layers of the model"})
+    mla: bool = field(default=False, metadata={"help": "MLA: one latent KV head, replicated"})
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A resolved scenario: the deployment and every option, validated. Field metadata gives
+    each YAML key; the scenario file's top level has exactly these keys."""
+
+    deployment: Deployment = field(metadata={
+        "keys": ("topology", "deployment"),
+        "help": "a topology id (trtsim topologies), or deployment: {ctx: {tp, pp, cp, "
+                "attention_dp}, gen: {...}, num_layers, mla}"})
+    kv: KvCacheConfig = field(metadata={"key": "model", "help": "the model's KV shape"})
+    workload: TransferWorkload | ServingWorkload = field(metadata={
+        "help": "kind: transfer (requests) or serving (num_requests, input_len, ...)"})
+    name: str = field(default="", metadata={"help": "the scenario's name (default: file name)"})
+    description: str = field(default="", metadata={"help": "what it shows"})
+    backend: Literal[BACKENDS] = field(default="inproc", metadata={"help": "where ranks run"})
+    guard: Literal[GUARDS] = field(default="strict", metadata={"help": "what the guard checks"})
+    seed: int = field(default=0, metadata={"help": "seed of the inproc schedule and workload"})
+    timeout: float = field(default=120.0, metadata={"help": "seconds before the launch gives up"})
+    transceiver: TransceiverConfig = field(default_factory=TransceiverConfig)
+    executor: ExecutorConfig = field(default_factory=ExecutorConfig)
+    speculative: SpecConfig | None = field(default=None, metadata={
+        "help": "MTP in the generation step (omit: one token per step)"})
+    faults: dict[int, Fault] = field(default_factory=dict, metadata={
+        "help": "request index -> ctx_fail | ctx_cancel | gen_fail | gen_cancel | timeout | "
+                "error | send_retry@STAGE"})
+    expect: Literal[VERDICTS] = field(default="ok", metadata={
+        "help": "the verdict this scenario reproduces; the run holds if equal"})
+    delays: tuple[tuple[int, float], ...] = field(default=(), metadata={
+        "help": "global rank -> milliseconds of extra work before each call"})
+    source: str = field(default="<dict>", metadata={"internal": True})
+    raw: dict = field(default_factory=dict, compare=False, metadata={"internal": True})
 
     @property
     def kind(self) -> str:
         return "transfer" if isinstance(self.workload, TransferWorkload) else "serving"
 
 
-# -- schema --------------------------------------------------------------------------------
-_TOP = {"name", "description", "topology", "deployment", "backend", "guard", "seed", "timeout",
-        "model", "workload", "transceiver", "executor", "speculative", "faults", "expect",
-        "delays"}
-VERDICTS = ("ok", "mismatch", "deadlock", "failed")
-_MODEL = {"num_kv_heads", "head_dim", "tokens_per_block", "max_seq_len", "window", "dtype",
-          "num_layers"}
-_INSTANCE = {"tp", "pp", "cp", "attention_dp"}
-_DEPLOYMENT = {"ctx", "gen", "num_layers", "mla"}
-
-
-def _err(source: str, key: str, value, reason: str) -> ScenarioError:
-    return ScenarioError(f"{source}: {key}: {value!r} {reason}")
-
-
-def _section(source: str, raw: dict, key: str, allowed: set[str]) -> dict:
-    value = raw.get(key, {}) or {}
-    if not isinstance(value, dict):
-        raise _err(source, key, value, "must be a mapping")
-    for k in value:
-        if k not in allowed:
-            raise _err(source, f"{key}.{k}", value[k], f"is not a known key (known: "
-                       f"{', '.join(sorted(allowed))})")
-    return value
-
-
-def _typed(source: str, key: str, value, kind):
-    """Check a scalar's type: int (not bool), float (int ok), str, bool."""
-    ok = {int: isinstance(value, int) and not isinstance(value, bool),
-          float: isinstance(value, (int, float)) and not isinstance(value, bool),
-          str: isinstance(value, str), bool: isinstance(value, bool)}[kind]
-    if not ok:
-        raise _err(source, key, value, f"must be {'a number' if kind is float else kind.__name__}")
-    return value
-
-
-def _build(source: str, key: str, cls, values: dict, types: dict):
-    """Construct a config dataclass from a section, turning its ValueError into one line."""
-    names = {f.name for f in fields(cls)}
-    for k in values:
-        if k not in names:
-            raise _err(source, f"{key}.{k}", values[k], f"is not a known key (known: "
-                       f"{', '.join(sorted(names))})")
-    kwargs = {}
-    for k, v in values.items():
-        kind = types.get(k)
-        if isinstance(v, list):
-            v = tuple(v)
-        if kind is not None and not (v is None and k in _NULLABLE):
-            _typed(source, f"{key}.{k}", v, kind)
-        kwargs[k] = v
-    try:
-        return cls(**kwargs)
-    except (ValueError, TypeError) as exc:
-        bad = next((k for k in values if str(exc).startswith(f"{k}=")), None)
-        where = f"{key}.{bad}" if bad else key
-        raise ScenarioError(f"{source}: {where}: {exc}") from None
-
-
-_NULLABLE = {"timeout_iters", "window"}
-_EXECUTOR_TYPES = {"loop": str, "max_iterations": int, "max_batch_size": int,
-                   "max_num_tokens": int, "kv_blocks": int, "enable_inflight_cancel": bool,
-                   "benchmark_fill": str, "watchdog_iters": int, "pp_handling": str,
-                   "forward_ms": float}
-_TRANSCEIVER_TYPES = {"sticky_skip": str, "outcome": str, "timeout_iters": int, "runtime": str,
-                      "async_consensus": bool}
-_SERVING_TYPES = {"num_requests": int, "arrival_interval": int, "seed": int, "dp_offset": int}
-
-
-def set_dotted(raw: dict, key: str, value) -> None:
-    """Apply one override ``a.b.c = value`` to a raw scenario mapping."""
-    parts = key.split(".")
-    node = raw
-    for p in parts[:-1]:
-        child = node.get(p)
-        if child is None:
-            child = node[p] = {}
-        if not isinstance(child, dict):
-            raise ScenarioError(f"override {key}: {p!r} is not a section")
-        node = child
-    node[parts[-1]] = value
-
-
-def load_raw(source) -> tuple[dict, str]:
-    """The raw mapping of a scenario file (or a dict given directly) and its name."""
-    if isinstance(source, dict):
-        return copy.deepcopy(source), "<dict>"
-    path = os.fspath(source)
-    try:
-        with open(path) as f:
-            raw = yaml.load(f, Loader=_Loader)
-    except FileNotFoundError:
-        raise ScenarioError(f"{path}: no such scenario file") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "?"
-        raise ScenarioError(f"{path}: {where}: not valid YAML ({getattr(exc, 'problem', exc)})") \
-            from None
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{path}: the top level must be a mapping, not {type(raw).__name__}")
-    return raw, path
+def top_keys() -> list[str]:
+    """The top-level keys of a functional scenario file."""
+    out = []
+    for f in fields(Scenario):
+        if not f.metadata.get("internal"):
+            out.extend(f.metadata.get("keys", (yaml_key(f),)))
+    return out
 
 
 def load_scenario(source, overrides: dict | None = None) -> Scenario:
     """Validate and resolve a scenario file or mapping, with dotted-key overrides applied."""
-    raw, name = load_raw(source)
-    for key, value in (overrides or {}).items():
-        set_dotted(raw, key, value)
+    raw, name = with_overrides(source, overrides)
     return resolve(raw, name)
 
 
 def resolve(raw: dict, source: str) -> Scenario:
+    known = top_keys()
     for k in raw:
-        if k not in _TOP:
-            raise _err(source, k, raw[k], f"is not a known key (known: {', '.join(sorted(_TOP))})")
-    backend = _typed(source, "backend", raw.get("backend", "inproc"), str)
-    if backend not in BACKENDS:
-        raise _err(source, "backend", backend, f"is not one of {', '.join(BACKENDS)}")
-    guard = _typed(source, "guard", raw.get("guard", "strict"), str)
-    if guard not in GUARDS:
-        raise _err(source, "guard", guard, f"is not one of {', '.join(GUARDS)}")
-    seed = _typed(source, "seed", raw.get("seed", 0), int)
-    timeout = _typed(source, "timeout", raw.get("timeout", 120.0), float)
-    if timeout <= 0:
-        raise _err(source, "timeout", timeout, "must be > 0 seconds")
+        if k not in known:
+            raise err(source, k, raw[k], f"is not a known key (known: {', '.join(sorted(known))})")
+    opts = {name: scalar(Scenario, name, raw, source)
+            for name in ("description", "backend", "guard", "seed", "timeout", "expect")}
+    opts["name"] = scalar(Scenario, "name", raw, source) or os.path.basename(source)
+    if opts["timeout"] <= 0:
+        raise err(source, "timeout", opts["timeout"], "must be > 0 seconds")
+    opts["timeout"] = float(opts["timeout"])
     deployment = _deployment(source, raw)
-    kv = _model(source, raw, deployment)
-    workload = _workload(source, raw, seed)
-    transceiver = _build(source, "transceiver", TransceiverConfig,
-                         _section(source, raw, "transceiver", {f.name for f in fields(TransceiverConfig)}),
-                         _TRANSCEIVER_TYPES)
-    executor = _build(source, "executor", ExecutorConfig,
-                      _section(source, raw, "executor", {f.name for f in fields(ExecutorConfig)}),
-                      _EXECUTOR_TYPES)
+    workload = _workload(source, raw, opts["seed"])
+    executor = build(ExecutorConfig, section(source, raw, "executor"), source, "executor")
     for inst in (deployment.ctx, deployment.gen):
         try:
             executor.loop_for(inst.pp_size)
         except ValueError as exc:
-            raise _err(source, "executor.loop", executor.loop, f"does not fit: {exc}") from None
+            raise err(source, "executor.loop", executor.loop, f"does not fit: {exc}") from None
     speculative = None
     if raw.get("speculative"):
-        from ..spec.config import SpecConfig
-        spec_raw = _section(source, raw, "speculative", {f.name for f in fields(SpecConfig)})
-        speculative = _build(source, "speculative", SpecConfig, spec_raw, SpecConfig.TYPES)
-    faults = _faults(source, raw.get("faults") or {}, _request_count(workload))
-    expect = _typed(source, "expect", raw.get("expect", "ok"), str)
-    delays = _delays(source, raw.get("delays") or {}, deployment.world_size)
-    if expect not in VERDICTS:
-        raise _err(source, "expect", expect, f"is not one of {', '.join(VERDICTS)}")
-    return Scenario(name=_typed(source, "name", raw.get("name", os.path.basename(source)), str),
-                    description=_typed(source, "description", raw.get("description", ""), str),
-                    deployment=deployment, kv=kv, workload=workload, backend=backend,
-                    guard=guard, seed=seed, timeout=float(timeout), transceiver=transceiver,
-                    executor=executor, speculative=speculative, faults=faults, expect=expect,
-                    delays=delays,
-                    source=source, raw=raw)
+        speculative = build(SpecConfig, section(source, raw, "speculative"), source, "speculative")
+    return Scenario(
+        deployment=deployment, workload=workload, executor=executor, speculative=speculative,
+        kv=build(KvCacheConfig, _model_keys(source, raw), source, "model",
+                 num_layers=deployment.ctx.num_layers, is_mla=deployment.ctx.is_mla),
+        transceiver=build(TransceiverConfig, section(source, raw, "transceiver"), source,
+                          "transceiver"),
+        faults=_faults(source, raw.get("faults") or {}, _request_count(workload)),
+        delays=_delays(source, raw.get("delays") or {}, deployment.world_size),
+        source=source, raw=raw, **opts)
+
+
+def _model_keys(source: str, raw: dict) -> dict:
+    values = dict(section(source, raw, "model"))
+    if "num_layers" in values:                # the deployment owns the layer count
+        raise err(source, "model.num_layers", values["num_layers"],
+                  "is set by the deployment (deployment.num_layers, or the topology's)")
+    return values
 
 
 def _request_count(workload) -> range:
@@ -250,99 +155,72 @@ def _request_count(workload) -> range:
 
 def _deployment(source: str, raw: dict) -> Deployment:
     if "topology" in raw and "deployment" in raw:
-        raise _err(source, "deployment", raw["deployment"], "cannot be given with topology")
+        raise err(source, "deployment", raw["deployment"], "cannot be given with topology")
     if "deployment" not in raw:
-        tid = _typed(source, "topology", raw.get("topology", "tp1_pp1"), str)
+        tid = raw.get("topology", "tp1_pp1")
+        if not isinstance(tid, str):
+            raise err(source, "topology", tid, "must be str")
         try:
             return topology(tid)
         except ValueError as exc:
             raise ScenarioError(f"{source}: topology: {exc}") from None
-    d = _section(source, raw, "deployment", _DEPLOYMENT)
-    layers = _typed(source, "deployment.num_layers", d.get("num_layers", 4), int)
-    mla = _typed(source, "deployment.mla", d.get("mla", False), bool)
+    d = section(source, raw, "deployment")
+    for role in ("ctx", "gen"):
+        section(source, d, role)
+    dep = build(Deployed, d, source, "deployment")
     specs = []
     for role in ("ctx", "gen"):
-        inst = _section(source, d, role, _INSTANCE)
+        layout = getattr(dep, role)
         try:
-            specs.append(InstanceSpec(
-                tp_size=_typed(source, f"deployment.{role}.tp", inst.get("tp", 1), int),
-                pp_size=_typed(source, f"deployment.{role}.pp", inst.get("pp", 1), int),
-                cp_size=_typed(source, f"deployment.{role}.cp", inst.get("cp", 1), int),
-                enable_attention_dp=_typed(source, f"deployment.{role}.attention_dp",
-                                           inst.get("attention_dp", False), bool),
-                is_mla=mla, num_layers=layers))
+            specs.append(InstanceSpec(**{f.name: getattr(layout, f.name)
+                                         for f in fields(ParallelLayout)},
+                                      is_mla=dep.mla, num_layers=dep.num_layers))
         except ValueError as exc:
             raise ScenarioError(f"{source}: deployment.{role}: {exc}") from None
     return Deployment("custom", *specs)
 
 
-def _model(source: str, raw: dict, dep: Deployment) -> KvCacheConfig:
-    m = _section(source, raw, "model", _MODEL)
-    window = m.get("window")
-    if window is not None:
-        window = (window,) if isinstance(window, int) and not isinstance(window, bool) else window
-        if not isinstance(window, (list, tuple)) or not window or any(
-                not isinstance(w, int) or isinstance(w, bool) or w < 1 for w in window):
-            raise _err(source, "model.window", m.get("window"),
-                       "must be null, a positive integer or a list of them")
-        window = tuple(window)
-    values = {k: v for k, v in m.items() if k != "window"}
-    values.setdefault("num_layers", dep.ctx.num_layers)
-    values["windows"] = window
-    values["is_mla"] = dep.ctx.is_mla
-    return _build(source, "model", KvCacheConfig, values,
-                  {"num_kv_heads": int, "head_dim": int, "tokens_per_block": int,
-                   "max_seq_len": int, "dtype": str, "num_layers": int})
-
-
 def _workload(source: str, raw: dict, seed: int):
-    w = dict(_section(source, raw, "workload", {"kind", "requests", "num_requests", "input_len",
-                                                  "output_len", "arrival_interval", "seed",
-                                                  "dp_offset"}))
+    w = dict(section(source, raw, "workload"))
     kind = w.pop("kind", "transfer")
-    if kind not in WORKLOAD_KINDS:
-        raise _err(source, "workload.kind", kind, f"is not one of {', '.join(WORKLOAD_KINDS)}")
+    kinds = {"transfer": TransferWorkload, "serving": ServingWorkload}
+    if kind not in kinds:
+        raise err(source, "workload.kind", kind, f"is not one of {', '.join(kinds)}")
     if kind == "transfer":
-        extra = set(w) - {"requests", "dp_offset"}
+        extra = sorted(set(w) - set(known_keys(TransferWorkload)))
         if extra:
-            k = sorted(extra)[0]
-            raise _err(source, f"workload.{k}", w[k], "is not a key of a transfer workload "
-                       "(requests, dp_offset)")
-        if "requests" in w and not isinstance(w["requests"], (list, tuple)):
-            raise _err(source, "workload.requests", w["requests"], "must be a list of lengths")
-        return _build(source, "workload", TransferWorkload, w, {"dp_offset": int})
+            raise err(source, f"workload.{extra[0]}", w[extra[0]], "is not a key of a transfer "
+                      f"workload ({', '.join(known_keys(TransferWorkload))})")
+        return build(TransferWorkload, w, source, "workload")
     if "requests" in w:
-        raise _err(source, "workload.requests", w["requests"],
-                   "is a transfer key; a serving workload takes num_requests, input_len, ...")
+        raise err(source, "workload.requests", w["requests"],
+                  "is a transfer key; a serving workload takes num_requests, input_len, ...")
     w.setdefault("seed", seed)
-    return _build(source, "workload", ServingWorkload, w, _SERVING_TYPES)
+    return build(ServingWorkload, w, source, "workload")
 
 
 def _delays(source: str, raw, world: int) -> tuple[tuple[int, float], ...]:
     if not isinstance(raw, dict):
-        raise _err(source, "delays", raw, "must map a global rank to milliseconds")
+        raise err(source, "delays", raw, "must map a global rank to milliseconds")
     out = []
     for rank, ms in raw.items():
         if not isinstance(rank, int) or not 0 <= rank < world:
-            raise _err(source, f"delays.{rank}", ms, f"names no rank (0..{world - 1})")
+            raise err(source, f"delays.{rank}", ms, f"names no rank (0..{world - 1})")
         if not isinstance(ms, (int, float)) or isinstance(ms, bool) or ms < 0:
-            raise _err(source, f"delays.{rank}", ms, "must be milliseconds >= 0")
+            raise err(source, f"delays.{rank}", ms, "must be milliseconds >= 0")
         out.append((rank, ms / 1000.0))
     return tuple(sorted(out))
 
 
-FAULT_KINDS = ("ctx_fail", "ctx_cancel", "gen_fail", "gen_cancel", "timeout", "error")
-
-
-def _faults(source: str, raw, requests: range) -> dict[int, str]:
+def _faults(source: str, raw, requests: range) -> dict[int, Fault]:
     if not isinstance(raw, dict):
-        raise _err(source, "faults", raw, "must map request index to a fault")
+        raise err(source, "faults", raw, "must map request index to a fault")
     out = {}
     for k, v in raw.items():
         if not isinstance(k, int) or k not in requests:
-            raise _err(source, f"faults.{k}", v, f"names no request (0..{len(requests) - 1})")
-        if not isinstance(v, str) or not (v in FAULT_KINDS or v.startswith("send_retry@")):
-            raise _err(source, f"faults.{k}", v, f"is not one of {', '.join(FAULT_KINDS)}, "
-                       "send_retry@STAGE")
-        out[k] = v
+            raise err(source, f"faults.{k}", v, f"names no request (0..{len(requests) - 1})")
+        try:
+            out[k] = Fault.parse(v)
+        except ValueError as exc:
+            raise ScenarioError(f"{source}: faults.{k}: {exc}") from None
     return out

@@ -19,73 +19,108 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
-from ..disagg.transceiver import STICKY_VARIANTS
-from .functional import ScenarioError, _build, _err, _section, _typed, load_raw, set_dotted
+from ..checks import field_types
+from ..disagg.transceiver import TransceiverConfig
 from ..perf.measured import worker_bypass_overhead
 from ..perf.serving_sim import BenchmarkConfig, InstanceConfig, PerfConfig
-
-_TOP = {"kind", "name", "description", "hardware", "model", "ctx", "gen", "benchmark",
-        "speculative", "transceiver", "worker", "measured", "seed", "node_cores"}
-_INSTANCE_TYPES = {f.name: (bool if f.name == "attention_dp" else int)
-                   for f in fields(InstanceConfig)}
-_BENCH_TYPES = {f.name: (bool if f.name == "streaming" else int) for f in fields(BenchmarkConfig)}
+from .schema import ScenarioError, build, err, scalar, section, yaml_key
+from .source import with_overrides
 
 
 def is_perf(raw: dict) -> bool:
     return raw.get("kind") == "perf"
 
 
-@dataclass
+@dataclass(frozen=True)
+class PerfSpeculative:
+    """MTP as the serving simulation prices it (scenario key ``speculative``)."""
+
+    max_draft_len: int = field(default=0, metadata={"help": "K drafts per step (0: no MTP)"})
+    acceptance: float = field(default=0.0, metadata={"help": "per-draft acceptance alpha"})
+    decoding_type: str = field(default="MTP", metadata={"help": "informational"})
+
+    def __post_init__(self) -> None:
+        if self.max_draft_len < 0:
+            raise ValueError(f"max_draft_len={self.max_draft_len!r} must be >= 0")
+
+
+@dataclass(frozen=True)
+class PerfWorker:
+    """The MTP worker's entry point (scenario key ``worker``)."""
+
+    bypass_entry_point: bool = field(default=False, metadata={
+        "help": "incident 5.1: each step launched eagerly instead of replayed from a graph"})
+
+
+@dataclass(frozen=True)
 class PerfScenario:
-    name: str
-    description: str
-    config: PerfConfig
-    sticky_skip: str
-    bypass_entry_point: bool
-    measured: dict = field(default_factory=dict)
-    source: str = "<dict>"
-    raw: dict = field(default_factory=dict)
+    """A resolved perf scenario. The file's top level has exactly these fields' keys."""
+
+    config: PerfConfig = field(metadata={"internal": True})
+    transceiver: TransceiverConfig = field(default_factory=TransceiverConfig)
+    speculative: PerfSpeculative = field(default_factory=PerfSpeculative)
+    worker: PerfWorker = field(default_factory=PerfWorker)
+    ctx: InstanceConfig = field(default_factory=InstanceConfig)
+    gen: InstanceConfig = field(default_factory=InstanceConfig)
+    benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    kind: str = field(default="perf", metadata={"help": "perf"})
+    name: str = field(default="", metadata={"help": "the scenario's name (default: file name)"})
+    description: str = field(default="", metadata={"help": "what it predicts"})
+    hardware: str = field(default="", metadata={"help": "GPU (trtsim.perf.HARDWARE)"})
+    model: str = field(default="", metadata={"help": "model (trtsim.perf.MODELS)"})
+    seed: int = field(default=0, metadata={"help": "seed of the simulated acceptance draws"})
+    node_cores: int = field(default=64, metadata={"help": "host cores of a serving node"})
+    measured: dict = field(default_factory=dict, metadata={
+        "help": "a measured row to compare with: metric -> value"})
+    source: str = field(default="<dict>", metadata={"internal": True})
+    raw: dict = field(default_factory=dict, compare=False, metadata={"internal": True})
+
+    @property
+    def sticky_skip(self) -> str:
+        return self.transceiver.sticky_skip
+
+    @property
+    def bypass_entry_point(self) -> bool:
+        return self.worker.bypass_entry_point
+
+
+_SECTIONS = ("transceiver", "speculative", "worker", "ctx", "gen", "benchmark")
+
+
+def top_keys() -> list[str]:
+    return [yaml_key(f) for f in fields(PerfScenario) if not f.metadata.get("internal")]
 
 
 def load_perf(source, overrides: dict | None = None) -> PerfScenario:
-    raw, name = load_raw(source)
-    for key, value in (overrides or {}).items():
-        set_dotted(raw, key, value)
+    """Validate and resolve a perf scenario file or mapping, with dotted-key overrides."""
+    raw, name = with_overrides(source, overrides)
+    return resolve_perf(raw, name)
+
+
+def resolve_perf(raw: dict, name: str) -> PerfScenario:
+    known = top_keys()
     for k in raw:
-        if k not in _TOP:
-            raise _err(name, k, raw[k], f"is not a known key (known: {', '.join(sorted(_TOP))})")
-    ctx = _build(name, "ctx", InstanceConfig, _section(name, raw, "ctx", set(_INSTANCE_TYPES)),
-                 _INSTANCE_TYPES)
-    gen = _build(name, "gen", InstanceConfig, _section(name, raw, "gen", set(_INSTANCE_TYPES)),
-                 _INSTANCE_TYPES)
-    bench = _build(name, "benchmark", BenchmarkConfig,
-                   _section(name, raw, "benchmark", set(_BENCH_TYPES)), _BENCH_TYPES)
-    spec = _section(name, raw, "speculative", {"max_draft_len", "acceptance", "decoding_type"})
-    tx = _section(name, raw, "transceiver", {"sticky_skip", "runtime", "async_consensus"})
-    worker = _section(name, raw, "worker", {"bypass_entry_point"})
-    sticky = _typed(name, "transceiver.sticky_skip", tx.get("sticky_skip", "off"), str)
-    if sticky not in STICKY_VARIANTS:
-        raise _err(name, "transceiver.sticky_skip", sticky,
-                   f"is not one of {', '.join(STICKY_VARIANTS)}")
-    bypass = _typed(name, "worker.bypass_entry_point", worker.get("bypass_entry_point", False), bool)
-    k = _typed(name, "speculative.max_draft_len", spec.get("max_draft_len", 0), int)
-    try:
-        config = PerfConfig(
-            hardware=_typed(name, "hardware", raw.get("hardware", ""), str),
-            model=_typed(name, "model", raw.get("model", ""), str), ctx=ctx, gen=gen,
-            benchmark=bench, max_draft_len=k,
-            acceptance=_typed(name, "speculative.acceptance", spec.get("acceptance", 0.0), float),
-            runtime=_typed(name, "transceiver.runtime", tx.get("runtime", "cpp"), str),
-            async_consensus=_typed(name, "transceiver.async_consensus",
-                                   tx.get("async_consensus", False), bool),
-            worker_step_overhead_s=worker_bypass_overhead(gen.max_batch_size) if bypass else 0.0,
-            node_cores=_typed(name, "node_cores", raw.get("node_cores", 64), int),
-            seed=_typed(name, "seed", raw.get("seed", 0), int))
-    except (ValueError, KeyError) as exc:
-        raise ScenarioError(f"{name}: {str(exc).strip(chr(39))}") from None
+        if k not in known:
+            raise err(name, k, raw[k], f"is not a known key (known: {', '.join(sorted(known))})")
+    types = field_types(PerfScenario)
+    parts = {key: build(types[key], section(name, raw, key), name, key) for key in _SECTIONS}
+    opts = {key: scalar(PerfScenario, key, raw, name)
+            for key in ("name", "description", "hardware", "model", "seed", "node_cores")}
+    opts["name"] = opts["name"] or name
     measured = raw.get("measured") or {}
     if not isinstance(measured, dict):
-        raise _err(name, "measured", measured, "must map metric names to values")
-    return PerfScenario(_typed(name, "name", raw.get("name", name), str),
-                        _typed(name, "description", raw.get("description", ""), str),
-                        config, sticky, bypass, dict(measured), name, raw)
+        raise err(name, "measured", measured, "must map metric names to values")
+    tx, spec = parts["transceiver"], parts["speculative"]
+    try:
+        config = PerfConfig(
+            hardware=opts["hardware"], model=opts["model"], ctx=parts["ctx"], gen=parts["gen"],
+            benchmark=parts["benchmark"], max_draft_len=spec.max_draft_len,
+            acceptance=spec.acceptance, runtime=tx.runtime, async_consensus=tx.async_consensus,
+            worker_step_overhead_s=worker_bypass_overhead(parts["gen"].max_batch_size)
+            if parts["worker"].bypass_entry_point else 0.0,
+            node_cores=opts["node_cores"], seed=opts["seed"])
+    except (ValueError, KeyError) as exc:
+        raise ScenarioError(f"{name}: {str(exc).strip(chr(39))}") from None
+    return PerfScenario(config=config, measured=dict(measured), source=name, raw=raw,
+                        **parts, **opts)
+

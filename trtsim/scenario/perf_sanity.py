@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 import re
 
-from .functional import ScenarioError, load_raw
+from .schema import ScenarioError
+from .source import load_raw
 
 # model_name prefixes of the perf-sanity files -> trtsim.perf model names
 _MODELS = (("deepseek_v4_pro", "V4-Pro"), ("deepseek_r1", "DeepSeek-R1-FP4"),
@@ -57,6 +58,11 @@ def _match(table, text: str, what: str, source: str) -> str:
 def import_perf_sanity(source, concurrency: int | None = None) -> tuple[dict, list[str]]:
     """(perf scenario mapping, notes on ignored fields) from a perf-sanity file or mapping."""
     raw, name = load_raw(source)
+    return perf_mapping(raw, name, concurrency)
+
+
+def perf_mapping(raw: dict, name: str, concurrency: int | None = None) -> tuple[dict, list[str]]:
+    """``import_perf_sanity`` of a mapping already read from ``name``."""
     notes: list[str] = []
     for path in ("benchmark.concurrency_list", "benchmark.input_length",
                  "benchmark.output_length", "hardware.num_ctx_servers",

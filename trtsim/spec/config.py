@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Literal
 
-DECODING_TYPES = ("MTP", "MTPEagle", "DynamicTree")
-DTYPES = ("float32", "float16", "bfloat16")
+from ..checks import require_choices
+
+
+def _help(text: str, default):
+    return field(default=default, metadata={"help": text})
 
 
 @dataclass(frozen=True)
@@ -19,30 +22,24 @@ class SpecConfig:
     rejected draft is the runner-up token. ``tree_*`` size the dynamic tree.
     """
 
-    decoding_type: str = "MTP"
-    max_draft_len: int = 3
-    acceptance: float = 0.7
-    relaxed: bool = False
-    relaxed_topk: int = 4
-    relaxed_delta: float = 0.5
-    tree_topk: int = 2
-    tree_nodes: int = 8
-    vocab_size: int = 4096
-    hidden_size: int = 256
-    dtype: str = "float32"
-    cuda_graphs: bool = True
-    bypass_entry_point: bool = False     # incident 5.1: the worker's forward skips the entry
-
-    TYPES: ClassVar[dict] = {"decoding_type": str, "max_draft_len": int, "acceptance": float,
-                             "relaxed": bool, "relaxed_topk": int, "relaxed_delta": float,
-                             "tree_topk": int, "tree_nodes": int, "vocab_size": int,
-                             "hidden_size": int, "dtype": str, "cuda_graphs": bool,
-                             "bypass_entry_point": bool}
+    decoding_type: Literal["MTP", "MTPEagle", "DynamicTree"] = _help(
+        "the worker: MTP (vanilla), MTPEagle (one layer applied K times), DynamicTree", "MTP")
+    max_draft_len: int = _help("K, drafts per step (num_nextn_predict_layers)", 3)
+    acceptance: float = _help("per-draft acceptance probability alpha of the synthetic model", 0.7)
+    relaxed: bool = _help("thinking-phase relaxed acceptance", False)
+    relaxed_topk: int = _help("relaxed acceptance: candidates per position", 4)
+    relaxed_delta: float = _help("relaxed acceptance: probability margin to the top-1", 0.5)
+    tree_topk: int = _help("dynamic tree: children expanded per node", 2)
+    tree_nodes: int = _help("dynamic tree: nodes including the root", 8)
+    vocab_size: int = _help("vocabulary of the synthetic model", 4096)
+    hidden_size: int = _help("hidden size of the synthetic model", 256)
+    dtype: Literal["float32", "float16", "bfloat16"] = _help("logits and hidden dtype", "float32")
+    cuda_graphs: bool = _help("replay the worker step from a CUDA graph on a GPU", True)
+    bypass_entry_point: bool = _help(
+        "incident 5.1: the worker's forward skips the entry point", False)
 
     def __post_init__(self) -> None:
-        if self.decoding_type not in DECODING_TYPES:
-            raise ValueError(f"decoding_type={self.decoding_type!r}; expected one of "
-                             f"{', '.join(DECODING_TYPES)}")
+        require_choices(self)
         if not 1 <= self.max_draft_len <= 63:
             raise ValueError(f"max_draft_len={self.max_draft_len!r} must be in 1..63")
         if not 0.0 <= self.acceptance < 1.0:
@@ -54,8 +51,6 @@ class SpecConfig:
             raise ValueError(f"tree_nodes={self.tree_nodes!r} must be >= 2 (root and a child)")
         if not 0.0 <= self.relaxed_delta <= 1.0:
             raise ValueError(f"relaxed_delta={self.relaxed_delta!r} must be in [0, 1]")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype={self.dtype!r}; expected one of {', '.join(DTYPES)}")
 
     @property
     def expected_acceptance_length(self) -> float:

@@ -12,7 +12,7 @@ prompt is in, and only the valid tail moves to the generation side:
 from __future__ import annotations
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -26,15 +26,19 @@ DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch
 class KvCacheConfig:
     """The KV shape of the model and the pool size (DESIGN 3.2's workload by default)."""
 
-    num_layers: int = 4
-    num_kv_heads: int = 4
-    head_dim: int = 128
-    tokens_per_block: int = 8
-    max_seq_len: int = 256
-    windows: tuple[int, ...] | None = None    # per layer, repeated over layers (TRT-LLM vec)
-    is_mla: bool = False
-    dtype: str = "float16"
-    blocks_per_layer: int = 256
+    num_layers: int = field(default=4, metadata={"help": "layers of the model"})
+    num_kv_heads: int = field(default=4, metadata={"help": "KV heads (MLA: one latent head)"})
+    head_dim: int = field(default=128, metadata={"help": "elements per head"})
+    tokens_per_block: int = field(default=8, metadata={"help": "tokens per KV-cache block"})
+    max_seq_len: int = field(default=256, metadata={"help": "longest sequence a request may reach"})
+    windows: tuple[int, ...] | None = field(default=None, metadata={
+        "key": "window", "convert": lambda v: (v,) if isinstance(v, int) and not isinstance(
+            v, bool) else v, "type": "null, a positive integer or a list of them",
+        "help": "attention window per layer, repeated over the layers (TRT-LLM's "
+                "max_attention_window_vec); null: full attention"})
+    is_mla: bool = field(default=False, metadata={"internal": True})   # from the deployment
+    dtype: str = field(default="float16", metadata={"help": "KV dtype: float16, bfloat16, float32"})
+    blocks_per_layer: int = field(default=256, metadata={"internal": True})  # executor.kv_blocks
 
     def __post_init__(self) -> None:
         require_ints(self, "num_layers", "num_kv_heads", "head_dim", "tokens_per_block",

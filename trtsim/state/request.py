@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from .fault import Fault
+
 
 class LlmRequestState(enum.Enum):
     CONTEXT_INIT = "context_init"
@@ -37,7 +39,7 @@ class LlmRequest:
     arrival_iter: int = 0
     state: LlmRequestState = LlmRequestState.CONTEXT_INIT
     tokens: list[int] = field(default_factory=list)      # generated tokens so far
-    fault: str | None = None                             # injected: "fail" | "cancel" | "timeout"
+    fault: Fault | None = None                           # injected (scenario key faults)
     # iteration stamps for metrics: {event: executor iteration}
     stamps: dict[str, int] = field(default_factory=dict)
 

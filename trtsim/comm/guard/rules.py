@@ -80,7 +80,7 @@ def _show(rec: CallRecord, field: str) -> str:
 def explain_mismatch(a: CallRecord, b: CallRecord, diff: tuple[str, ...]) -> str:
     """One line saying what most likely happened."""
     name_a, name_b = rank_name(a), rank_name(b)
-    call = f"{a.group_kind}_{a.op}" if a.group_kind not in ("world", "p2p") else a.op
+    call = a.call_name
     if "iteration" in diff:
         ahead, behind = (b, a) if b.iteration > a.iteration else (a, b)
         return (f"{rank_name(ahead)} reached {call} #{a.seq} in iteration {ahead.iteration} "

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import CollectiveDeadlock, rank_name
+from ..errors import CollectiveDeadlock, CollectiveTimeout, rank_name
 from ..records import CallRecord
 
 RUNNING, BLOCKED, DONE, FAILED = "running", "blocked", "done", "failed"
@@ -96,6 +96,15 @@ def deadlock_error(states: dict[int, RankState],
     return CollectiveDeadlock(summary, group_kind=call.group_kind, group_ranks=call.group_ranks,
                               ranks=tuple(sorted(involved)), calls=calls, details=tuple(details),
                               explanation=explanation)
+
+
+def timeout_error(states: dict[int, RankState], seconds: float) -> CollectiveTimeout:
+    """The report when the launch's timeout passed: every rank's state and blocked call."""
+    details = tuple(f"{s.label}: {s.status}" + (f" in {s.call.short()} at {s.call.callsite}"
+                                               if s.call else "") for s in states.values())
+    return CollectiveTimeout(f"launch timed out after {seconds:g} s",
+                             ranks=tuple(r for r, s in states.items() if not s.is_finished),
+                             details=details)
 
 
 def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) -> tuple[str, int]:

@@ -15,9 +15,9 @@ from typing import Any, Callable
 from ...layout.places import RankPlace
 from ...timeline.clock import ClockModel, RankClock
 from ..distributed import Distributed
-from ..errors import CollectiveTimeout, RankFailed
+from ..errors import RankFailed
 from ..guard.lockstep import LockstepTracker
-from ..guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock
+from ..guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, timeout_error
 from ..outcome import LaunchOutcome
 from ..records import CallRecord
 from .kernel import Kernel, Unwind
@@ -136,15 +136,8 @@ class InprocWorld:
         self.kernel.report(RankFailed(f"{self.places[r].name} raised {type(exc).__name__}: {exc}",
                                       rank=r, traceback=tb))
 
-    def _timeout_error(self) -> CollectiveTimeout:
-        states = self.snapshot()
-        details = []
-        for r, s in states.items():
-            where = f" in {s.call.short()} at {s.call.callsite}" if s.call else ""
-            details.append(f"rank {r}: {s.status}{where}")
-        return CollectiveTimeout(f"launch timed out after {self.config.timeout:g} s",
-                                 ranks=tuple(r for r, s in states.items() if not s.is_finished),
-                                 details=tuple(details))
+    def _timeout_error(self):
+        return timeout_error(self.snapshot(), self.config.timeout)
 
     def snapshot(self) -> dict[int, RankState]:
         """Every rank's state as the wait-for analysis reads it."""

@@ -25,6 +25,7 @@ from ..errors import CollectiveError, CollectiveTimeout, RankFailed
 from ..outcome import LaunchOutcome
 from .ledger import ITERATION, READY_NS, Ledger
 from ..guard.lockstep import replay_lockstep
+from ..guard.waitfor import timeout_error
 from .monitor import DeadlockMonitor
 from .torchdist import failed_report, rank_main
 
@@ -194,13 +195,7 @@ class _Watch:
         return None
 
     def _timeout(self) -> CollectiveTimeout:
-        states = self.monitor.states()
-        details = tuple(f"rank {r}: {s.status}" + (f" in {s.call.short()} at {s.call.callsite}"
-                                                    if s.call else "")
-                        for r, s in states.items())
-        return CollectiveTimeout(f"launch timed out after {self.config.timeout:g} s",
-                                 ranks=tuple(r for r in states if r not in self.done),
-                                 details=details)
+        return timeout_error(self.monitor.states(), self.config.timeout)
 
 
 def _end_all(procs: list) -> None:
