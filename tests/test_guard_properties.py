@@ -122,3 +122,20 @@ def test_deleting_one_call_is_always_reported(layout, program, seed, data):
         assert rank in err.ranks or any(rank in (c.rank, c.peer) for c in err.calls.values())
     else:
         raise AssertionError(f"deleting call {k} of rank {rank} went unreported")
+
+
+# -- the process backend's fast match is the guard's rule -----------------------------------
+_FIELDS = dict(op=st.sampled_from(["allgather", "broadcast"]), seq=st.just(1),
+               label=st.sampled_from([None, "a", "b"]), iteration=st.integers(0, 1),
+               callsite=st.sampled_from(["x.py:1 in f", "x.py:2 in g"]),
+               signature=st.sampled_from(["object", "tensor[float32, (2,)]"]),
+               root=st.sampled_from([None, 0, 1]), reduce_op=st.sampled_from([None, "sum"]))
+
+
+@given(st.fixed_dictionaries(_FIELDS), st.fixed_dictionaries(_FIELDS))
+@settings(max_examples=300, deadline=None)
+def test_ledger_hash_agrees_with_the_guard_rule(a, b):
+    from trtsim.comm.guard.rules import differences
+    from trtsim.comm.process.ledger import match_hash
+    ra, rb = trtsim.CallRecord(**a), trtsim.CallRecord(**b)
+    assert (match_hash(ra) == match_hash(rb)) == (not differences(ra, rb))

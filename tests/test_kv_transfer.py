@@ -76,7 +76,7 @@ def test_tampered_block_is_caught():
     out = run_ranks([InstanceLayout("ctx", "ctx", dep.ctx), InstanceLayout("gen", "gen", dep.gen)],
                     transfer_job.transfer_program, (job,), LaunchConfig())
     gen = out.results[4:]
-    block = next(iter(gen[1]["blocks"].values()))
+    block = next(iter(gen[1].blocks.values()))
     block.view(-1)[5] += 1
     ok, problems = transfer_job.verify_transfer(job, out.results[:4], gen)
     assert not ok and "data differs" in problems[0]

@@ -57,25 +57,21 @@ def _single_threaded_torch() -> None:
 
 def _cmd_run(args) -> int:
     from ..jobs.dispatch import run_any
-    from ..timeline.trace import rank_trace, server_trace, write_trace
+    from ..timeline.trace import write_trace
     _single_threaded_torch()
     overrides = parse_sets(args.set)
     if args.backend:
         overrides["backend"] = args.backend
     result = run_any(args.scenario, overrides, progress=_progress)
     print(result.summary())
-    if args.census and hasattr(result, "census"):
+    if args.census and result.census is not None:
         print()
         print(result.census.table())
     if args.json:
         _write_json(args.json, result.to_dict())
     if args.trace:
-        if hasattr(result, "timeline"):
-            trace = rank_trace(result.timeline)
-        else:
-            trace = server_trace(result.sim.events)
         try:
-            write_trace(args.trace, trace)
+            write_trace(args.trace, result.trace_events())
         except OSError as exc:
             raise BadInput(f"--trace {args.trace}: cannot write ({exc.strerror})") from None
     return EXIT_OK if result.holds else EXIT_VIOLATION

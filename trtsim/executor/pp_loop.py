@@ -38,7 +38,8 @@ class PipelineLoop:
         self.first, self.last = m.is_first_pp_rank, m.is_last_pp_rank
         self.prev, self.next = m.prev_pp_rank, m.next_pp_rank
         self.stage, self.stages = m.pp_rank, m.pp_size
-        self.in_flight: deque[tuple[int, list[int]]] = deque()   # (iteration, request ids)
+        # (iteration, request ids, tokens each emits once sampled on the last stage)
+        self.in_flight: deque[tuple[int, list[int], dict[int, int]]] = deque()
         self.deferred: list[LlmRequest] = []                     # sends retried next iteration
 
     def iteration(self) -> None:
@@ -52,13 +53,13 @@ class PipelineLoop:
         ex.poll_sends()
         if not ex.can_forward(batch):
             batch = []
-        ex.forward(batch)
+        emitted = ex.forward(batch)
         act = torch.full((4,), float(ex.iter_counter))
         if not self.first:
             dist.recv_tensor(act, self.prev, tag=TAG_ACT, label="pp_activation")
         if not self.last:
             dist.isend_tensor(act, self.next, tag=TAG_ACT, label="pp_activation")
-        self.in_flight.append((ex.iter_counter, [r.request_id for r in batch]))
+        self.in_flight.append((ex.iter_counter, [r.request_id for r in batch], emitted))
         ex.busy.update(r.request_id for r in batch)
         if ex.config.pp_handling == "on_arrival" and ex.role == "ctx":
             self._send_on_arrival()
@@ -80,7 +81,7 @@ class PipelineLoop:
         msg = None
         if self.first:
             if ex.m.rank == 0:
-                msg = ex._pop_queue(busy + [sum(bool(ids) for _, ids in self.in_flight)])
+                msg = ex._pop_queue(busy + [sum(bool(ids) for _, ids, _ in self.in_flight)])
             msg = ex.dist.tp_broadcast(msg, root=0, label="fetch_requests")
         msg = self._chain(msg, TAG_FETCH, "fetch_requests")
         ex.shutdown = msg["shutdown"]
@@ -113,10 +114,9 @@ class PipelineLoop:
             done = self.in_flight.popleft()
         state = None
         if self.last:
-            ids = done[1] if done else []
-            state = {"count": int(done is not None),
-                     "accepted": {rid: ex.active[rid].stamps.get("accepted", 1) for rid in ids
-                                  if rid in ex.active}, "ids": ids}
+            ids, emitted = (done[1], done[2]) if done else ([], {})
+            state = {"count": int(done is not None), "ids": ids,
+                     "accepted": {rid: emitted.get(rid, 1) for rid in ids if rid in ex.active}}
             ex.dist.isend_object(state, self.next, tag=TAG_SAMPLE, label="pp_sample_state")
         else:
             state = ex.dist.recv_object(self.prev, tag=TAG_SAMPLE, label="pp_sample_state")
@@ -147,7 +147,7 @@ class PipelineLoop:
         """Stage s sends the KV of the micro-batch it forwarded s iterations ago."""
         ex = self.ex
         target = ex.iter_counter - self.stage
-        for it, ids in self.in_flight:
+        for it, ids, _ in self.in_flight:
             if it == target:
                 for rid in ids:
                     req = ex.active.get(rid)

@@ -25,6 +25,7 @@ from collections import deque
 from ..comm.distributed import Distributed
 from ..disagg.transceiver import KvCacheTransceiverV2
 from .config import ExecutorConfig
+from .report import ExecutorReport, IterationStats, ResponseRecord
 from ..state.kv_cache import KVCacheManager
 from ..state.request import LlmRequest, LlmRequestState as S
 from .scheduler import fits, free_blocks, schedule
@@ -46,13 +47,13 @@ class PyExecutor:
         self.num_total = len(requests)
         self.num_fetched = 0
         self.active: dict[int, LlmRequest] = {}
-        self.finished: list[LlmRequest] = []       # rank 0: every request's final record
+        self.finished: list[ResponseRecord] = []   # rank 0: every request's final record
         self.sampler = sampler                     # the generation step (MTP), if any
         self.seed = seed                           # what the prefill's KV values derive from
         self.iter_counter = 0
         self.shutdown = False
-        self.stats: list[dict] = []
-        self._prev_batch: list[LlmRequest] | None = None
+        self.stats: list[IterationStats] = []
+        self._prev_batch: tuple[list[LlmRequest], dict[int, int]] | None = None
         self._stall_iters = 0
         self._pending_responses: list[LlmRequest] = []
         self.busy: set[int] = set()                # PP: requests in a micro-batch in flight
@@ -85,13 +86,12 @@ class PyExecutor:
         if not self.can_forward(batch):
             batch = []
         if overlap:
-            previous, self._prev_batch = self._prev_batch, batch
-            self.forward(batch)
-            if previous:
-                self.update(previous)
+            previous = self._prev_batch
+            self._prev_batch = (batch, self.forward(batch))
+            if previous and previous[0]:
+                self.update(*previous)
         else:
-            self.forward(batch)
-            self.update(batch)
+            self.update(batch, self.forward(batch))
         self.end_of_iteration()
 
     # -- step 1: error sync --------------------------------------------------------------
@@ -227,19 +227,22 @@ class PyExecutor:
         return False
 
     # -- step 5: forward, sample, update --------------------------------------------------
-    def forward(self, batch: list[LlmRequest]) -> None:
+    def forward(self, batch: list[LlmRequest]) -> dict[int, int]:
+        """Run the batch; the tokens each generation request emits (MTP), by request id."""
         if batch:
             self.dist.advance(self.config.forward_ms / 1000.0, "forward")
-        self.stats.append({"iteration": self.iter_counter, "batch": len(batch),
-                           "ctx_tokens": sum(r.prompt_len for r in batch if r.state == S.CONTEXT_INIT),
-                           "gen_requests": sum(r.state == S.GENERATION_IN_PROGRESS for r in batch),
-                           "forward_ms": self.config.forward_ms if batch else 0.0})
+        self.stats.append(IterationStats(
+            self.iter_counter, len(batch),
+            sum(r.prompt_len for r in batch if r.state == S.CONTEXT_INIT),
+            sum(r.state == S.GENERATION_IN_PROGRESS for r in batch),
+            self.config.forward_ms if batch else 0.0))
         if self.sampler is not None and self.role == "gen" and batch and self.m.is_last_pp_rank:
-            self.sampler.step(self, batch)        # only the last PP stage samples
+            return self.sampler.step(self, batch)        # only the last PP stage samples
+        return {}
 
-    def update(self, batch: list[LlmRequest]) -> None:
+    def update(self, batch: list[LlmRequest], emitted: dict[int, int]) -> None:
         for req in batch:
-            self.update_request(req)
+            self.update_request(req, emitted.get(req.request_id))
         self.poll_sends()
 
     def update_request(self, req: LlmRequest, tokens: int | None = None) -> None:
@@ -249,7 +252,7 @@ class PyExecutor:
             self.send_kv(req)
         elif req.state == S.GENERATION_IN_PROGRESS:
             if tokens is None:
-                tokens = req.stamps.pop("accepted", 1)
+                tokens = 1
             tokens = min(tokens, req.max_new_tokens - req.num_generated)
             self.kv.grow(req.request_id, req.seq_len + tokens)
             req.tokens.extend([0] * tokens)
@@ -290,15 +293,13 @@ class PyExecutor:
         if self.m.rank == 0:
             self.finished.extend(responses)
 
-    def report(self) -> dict:
-        return {"role": self.role, "rank": self.dist.rank, "iterations": self.iter_counter,
-                "finished": self.finished if self.m.rank == 0 else [],
-                "unfinished": sorted(self.active), "stats": self.stats,
-                "skipped_checks": self.tc.num_skipped_checks, "kv_bytes": self.tc.num_bytes,
-                "kv_verified": self.num_verified, "kv_mismatches": self.kv_mismatches}
+    def report(self) -> ExecutorReport:
+        return ExecutorReport(self.role, self.dist.rank, self.iter_counter,
+                              self.finished if self.m.rank == 0 else [], sorted(self.active),
+                              self.stats, self.tc.num_skipped_checks, self.tc.num_bytes,
+                              self.num_verified, self.kv_mismatches)
 
 
-def _record(req: LlmRequest) -> dict:
-    """What a response carries back to the client (plain data)."""
-    return {"request_id": req.request_id, "state": req.state.value, "prompt_len": req.prompt_len,
-            "generated": req.num_generated, "stamps": dict(req.stamps)}
+def _record(req: LlmRequest) -> ResponseRecord:
+    return ResponseRecord(req.request_id, req.state.value, req.prompt_len, req.num_generated,
+                          dict(req.stamps))

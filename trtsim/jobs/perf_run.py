@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, fields
 
 from ..perf.serving_sim import PerfConfig, SimResult, simulate
+from ..timeline.trace import server_trace
 from ..scenario.perf import PerfScenario, load_perf
 from .control_plane import measure_control_plane
 
@@ -23,9 +24,15 @@ class PerfResult:
     verdict: str = "ok"
     error: None = None
 
+    census = None                      # a perf run prices a census; it does not keep one
+
     @property
     def holds(self) -> bool:
         return True
+
+    def trace_events(self) -> dict:
+        """The simulated servers' steps as a Perfetto trace."""
+        return server_trace(self.sim.events)
 
     def comparison(self) -> list[tuple[str, float, float, float]]:
         """(metric, predicted, measured, relative error) for every measured metric."""

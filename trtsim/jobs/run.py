@@ -9,8 +9,10 @@ from typing import Any, Callable
 from .census import Census
 from ..comm.guard.lockstep import summarize
 from ..comm.errors import CollectiveError, verdict_of
+from ..timeline.trace import rank_trace
 from ..disagg.transceiver import DisaggPeers
-from .transfer_job import (TransferJob, completed_everywhere, transfer_program,
+from ..executor.report import ExecutorReport
+from .transfer_job import (TransferJob, TransferReport, completed_everywhere, transfer_program,
                                   verify_transfer)
 from .serving_job import ServingJob, serving_program
 from ..comm.launcher import LaunchConfig, run_ranks
@@ -50,6 +52,10 @@ class RunResult:
                 "metrics": self.metrics, "divergence": self.divergence, "notes": self.notes,
                 "problems": self.problems, "census": self.census.to_dict(),
                 "wall_s": self.wall_s}
+
+    def trace_events(self) -> dict:
+        """The run's per-rank virtual-time timeline as a Perfetto trace."""
+        return rank_trace(self.timeline)
 
     def summary(self) -> str:
         s = self.scenario
@@ -128,37 +134,37 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
                      out.clocks)
 
 
-def _transfer_metrics(results: list[dict], n_ctx: int) -> dict:
+def _transfer_metrics(results: list[TransferReport], n_ctx: int) -> dict:
     gen = results[n_ctx:]
-    return {"requests": len({rid for r in gen for rid in r["states"]}),
+    return {"requests": len({rid for r in gen for rid in r.states}),
             "completed": len(completed_everywhere(gen)),
-            "failed": len({x for r in results for x in r["failed"]}),
-            "cancelled": len({x for r in results for x in r["cancelled"]}),
-            "kv_bytes": sum(r["bytes"] for r in results[:n_ctx]),
-            "skipped_checks": sum(r["skipped_checks"] for r in results)}
+            "failed": len({x for r in results for x in r.failed}),
+            "cancelled": len({x for r in results for x in r.cancelled}),
+            "kv_bytes": sum(r.bytes for r in results[:n_ctx]),
+            "skipped_checks": sum(r.skipped_checks for r in results)}
 
 
-def _serving_metrics(results: list[dict], n_ctx: int, s: Scenario):
+def _serving_metrics(results: list[ExecutorReport], n_ctx: int, s: Scenario):
     """Counts, iterations and acceptance; the time metrics come from the virtual clock."""
     ctx, gen = results[:n_ctx], results[n_ctx:]
-    gen_done = [f for f in gen[0]["finished"]]
-    completed = [f for f in gen_done if f["state"] == "generation_complete"]
-    steps = sum(f["stamps"].get("steps", 0) for f in completed)
-    decoded = sum(max(0, f["generated"] - 1) for f in completed)
-    mismatches = sorted({rid for r in gen for rid in r["kv_mismatches"]})
-    verified = sum(r["kv_verified"] for r in gen)
+    gen_done = list(gen[0].finished)
+    completed = [f for f in gen_done if f.state == "generation_complete"]
+    steps = sum(f.stamps.get("steps", 0) for f in completed)
+    decoded = sum(max(0, f.generated - 1) for f in completed)
+    mismatches = sorted({rid for r in gen for rid in r.kv_mismatches})
+    verified = sum(r.kv_verified for r in gen)
     kv_ok = False if mismatches else (True if verified else None)
     metrics = {
         "requests": s.workload.num_requests,
         "completed": len(completed),
-        "failed": sum(f["state"] == "disagg_trans_error" for f in gen_done),
-        "cancelled": sum(f["state"] == "cancelled" for f in gen_done),
-        "unfinished": len({rid for r in gen for rid in r["unfinished"]}),
-        "ctx_iterations": max(r["iterations"] for r in ctx),
-        "gen_iterations": max(r["iterations"] for r in gen),
-        "output_tokens": sum(f["generated"] for f in completed),
+        "failed": sum(f.state == "disagg_trans_error" for f in gen_done),
+        "cancelled": sum(f.state == "cancelled" for f in gen_done),
+        "unfinished": len({rid for r in gen for rid in r.unfinished}),
+        "ctx_iterations": max(r.iterations for r in ctx),
+        "gen_iterations": max(r.iterations for r in gen),
+        "output_tokens": sum(f.generated for f in completed),
         "avg_decoded_tokens_per_iter": decoded / steps if steps else 0.0,
-        "kv_bytes": sum(r["kv_bytes"] for r in ctx),
-        "skipped_checks": sum(r["skipped_checks"] for r in results),
+        "kv_bytes": sum(r.kv_bytes for r in ctx),
+        "skipped_checks": sum(r.skipped_checks for r in results),
     }
     return kv_ok, [f"request {rid}: received KV differs from the prefill" for rid in mismatches], metrics

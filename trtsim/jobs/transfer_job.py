@@ -41,7 +41,24 @@ class TransferJob:
             gen_dp_rank=dp_owner(self.peers.gen, i, self.dp_offset), fault=self.faults.get(i))
 
 
-def transfer_program(dist: Distributed, job: TransferJob) -> dict:
+@dataclass(frozen=True)
+class TransferReport:
+    """One rank of the transfer test: its blocks and the outcomes it saw."""
+
+    role: str
+    rank: int
+    heads: tuple[int, ...]
+    layers: tuple[int, ...]
+    blocks: dict[tuple[int, int], torch.Tensor]     # (request id, layer) -> HND blocks
+    completed: list[int]
+    failed: list[int]
+    cancelled: list[int]
+    skipped_checks: int
+    bytes: int
+    states: dict[int, str]                          # request id -> LlmRequestState value
+
+
+def transfer_program(dist: Distributed, job: TransferJob) -> TransferReport:
     """One rank of the transfer test; returns its blocks and outcomes for verification."""
     is_ctx = dist.role == "ctx"
     spec = job.peers.ctx if is_ctx else job.peers.gen
@@ -65,44 +82,43 @@ def transfer_program(dist: Distributed, job: TransferJob) -> dict:
     else:
         completed, failed, cancelled_reqs = tc.check_gen_transfer_status(None)
         cancelled = [r.request_id for r in cancelled_reqs]
-    return {
-        "role": dist.role, "rank": dist.rank, "heads": kv.heads, "layers": kv.layers,
-        "blocks": {(r.request_id, layer): kv.read(r.request_id, layer, kv.heads)
-                   for r in mine for layer in kv.layers},
-        "completed": sorted(completed), "failed": sorted(failed), "cancelled": sorted(cancelled),
-        "skipped_checks": tc.num_skipped_checks, "bytes": tc.num_bytes,
-        "states": {r.request_id: r.state.value for r in mine},
-    }
+    return TransferReport(
+        dist.role, dist.rank, tuple(kv.heads), tuple(kv.layers),
+        {(r.request_id, layer): kv.read(r.request_id, layer, kv.heads)
+         for r in mine for layer in kv.layers},
+        sorted(completed), sorted(failed), sorted(cancelled), tc.num_skipped_checks,
+        tc.num_bytes, {r.request_id: r.state.value for r in mine})
 
 
-def _assemble(results: list[dict], request_id: int, layer: int) -> torch.Tensor | None:
+def _assemble(results: list[TransferReport], request_id: int, layer: int) -> torch.Tensor | None:
     """One layer of one request, all heads: [blocks, kvf, heads, tpb, dim] (HND), from the
     ranks of one instance (replicated heads must agree bit for bit)."""
     by_heads: dict[tuple[int, int], torch.Tensor] = {}
     for res in results:
-        block = res["blocks"].get((request_id, layer))
+        block = res.blocks.get((request_id, layer))
         if block is None:
             continue
-        prev = by_heads.setdefault(tuple(res["heads"]), block)
+        prev = by_heads.setdefault(res.heads, block)
         if not torch.equal(prev, block):
             raise AssertionError(f"request {request_id} layer {layer}: replicas of heads "
-                                 f"{res['heads']} differ")
+                                 f"{list(res.heads)} differ")
     if not by_heads:
         return None
     return torch.cat([by_heads[h] for h in sorted(by_heads)], dim=2)
 
 
-def completed_everywhere(results: list[dict]) -> set[int]:
+def completed_everywhere(results: list[TransferReport]) -> set[int]:
     """Requests every holding rank of an instance reports complete."""
     states: dict[int, set[str]] = {}
     for res in results:
-        for rid, state in res["states"].items():
+        for rid, state in res.states.items():
             states.setdefault(rid, set()).add(state)
     return {rid for rid, s in states.items()
             if s <= {"disagg_generation_trans_complete", "disagg_context_complete"}}
 
 
-def verify_transfer(job: TransferJob, ctx_results: list[dict], gen_results: list[dict]):
+def verify_transfer(job: TransferJob, ctx_results: list[TransferReport],
+                    gen_results: list[TransferReport]):
     """(verified, problems): every request completed on every holder (unless a fault was
     injected into it), and its blocks are equal on both sides, bit for bit."""
     problems = []

@@ -4,8 +4,9 @@ The executor hands its batch of generating requests; this step lays out the work
 (the last token and the K drafts of the previous step; a request's first step verifies the K
 drafts the context instance handed over with it, and its hidden-state ring starts from its
 last K prompt tokens), runs the worker through its entry point, and sets each request's
-accepted count, which the executor's update turns into tokens and KV growth. Slots of the hidden-state rings are assigned per request and
-recycled when requests leave.
+tokens each request emits (returned to the executor, whose update turns them into tokens and
+KV growth). Slots of the hidden-state rings are assigned per request and recycled when
+requests leave.
 """
 
 from __future__ import annotations
@@ -48,8 +49,8 @@ class GenerationStep:
         self.num_emitted = 0
 
     # -- the executor's hook -------------------------------------------------------------
-    def step(self, executor, batch) -> None:
-        """Run one worker step for ``batch``; sets ``req.stamps['accepted']``."""
+    def step(self, executor, batch) -> dict[int, int]:
+        """Run one worker step for ``batch``: tokens each request emits, by request id."""
         live = {r.request_id for r in executor.active.values()}
         for rid in [rid for rid in self.slots if rid not in live]:
             self._free.append(self.slots.pop(rid))
@@ -57,13 +58,12 @@ class GenerationStep:
             self.trees.pop(rid, None)
         reqs = [r for r in batch if r.num_generated < r.max_new_tokens]
         if not reqs:
-            return
+            return {}
         for r in reqs:
             if r.request_id not in self.slots:
                 self.slots[r.request_id] = self._free.pop()
         emitted = self.run([(r.request_id, r.seq_len) for r in reqs])
-        for r, n in zip(reqs, emitted):
-            r.stamps["accepted"] = n
+        return {r.request_id: n for r, n in zip(reqs, emitted)}
 
     def run(self, requests: list[tuple[int, int]]) -> list[int]:
         """One step for (request id, tokens known) pairs; returns tokens emitted per request."""

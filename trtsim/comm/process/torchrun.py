@@ -156,8 +156,7 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
     groups = build_groups(group_table, pg_backend, stage)
     ledger = StoreLedger(tdist.distributed_c10d._get_default_store(), rank, world)  # noqa: SLF001
     tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
-    if rank == 0:
-        threading.Thread(target=_monitor, args=(ledger, places), daemon=True).start()
+    monitor = _Monitor(ledger, places) if rank == 0 else None
 
     def report(err: CollectiveError) -> None:
         ledger.abort(err)
@@ -166,13 +165,19 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
                                config.clock_model)
     dist = Distributed(places[rank], transport)
     try:
-        result = program(dist, *args)
-    except (Reported, Aborted):
-        ledger.set_status(rank, FAILED)
-        raise ledger.abort_error() from None
-    ledger.set_status(rank, DONE)
-    results = [None] * world
-    tdist.all_gather_object(results, result, group=groups["world"].obj)
+        try:
+            result = program(dist, *args)
+        except (Reported, Aborted):
+            ledger.set_status(rank, FAILED)
+            raise ledger.abort_error() from None
+        ledger.set_status(rank, DONE)
+        results = [None] * world
+        tdist.all_gather_object(results, result, group=groups["world"].obj)
+    finally:
+        # Every rank is past its program (or this one failed): the monitor stops and is
+        # joined before any teardown, so it is never inside a store call at exit.
+        if monitor is not None:
+            monitor.stop()
     census = [{} for _ in range(world)]
     census[rank] = dict(dist.census)
     tdist.destroy_process_group()
@@ -180,16 +185,28 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
                          [f"torchrun: rank {rank} of {world} (local rank {local_rank}), {pg_backend}"])
 
 
-def _monitor(ledger: StoreLedger, places) -> None:
-    """Rank 0's deadlock monitor over the store; a deadlock ends the job with the report."""
-    monitor = DeadlockMonitor(ledger, places, interval=0.2)
-    while True:
-        time.sleep(0.2)
-        try:
-            err = monitor.poll()
-        except Exception:  # noqa: BLE001 - the store went away: the job is ending
-            return
-        if err is not None:
-            ledger.abort(err)
-            print(str(err), file=sys.stderr, flush=True)
-            os._exit(1)
+class _Monitor:
+    """Rank 0's deadlock monitor over the store, in a thread; a deadlock ends the job with
+    the report. ``stop()`` ends the thread and waits for it."""
+
+    def __init__(self, ledger: StoreLedger, places):
+        self._stop = threading.Event()
+        self._monitor = DeadlockMonitor(ledger, places, interval=0.2)
+        self._ledger = ledger
+        self._thread = threading.Thread(target=self._run, name="trtsim-monitor", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                err = self._monitor.poll()
+            except Exception:  # noqa: BLE001 - the store went away: the job is ending
+                return
+            if err is not None:
+                self._ledger.abort(err)
+                print(str(err), file=sys.stderr, flush=True)
+                os._exit(1)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
