@@ -131,10 +131,11 @@ def finish_receive(clock: RankClock, send_clock: float, transfer: float, call: s
     clock.finish_call(arrival, end, call, peer if end > arrival else None, end, kind="p2p")
 
 
-def finish_collective(clock: RankClock, rank: int, arrivals: dict[int, float], cost: float,
+def finish_collective(clocks, members, arrivals: dict[int, float], cost: float,
                       call: str) -> None:
-    """Member ``rank`` leaves the collective at the latest arrival plus its cost, having waited
-    for the last member from its own arrival."""
-    end, _ = complete_collective(arrivals, cost, call)
+    """Each of ``members`` (``clocks[m]`` its clock) leaves the collective at the latest
+    arrival plus its cost, having waited for the last member from its own arrival."""
     last = last_arrival(arrivals)
-    clock.finish_call(arrivals[rank], end, call, last if last != rank else None, end - cost)
+    end = arrivals[last] + cost
+    for m in members:
+        clocks[m].finish_call(arrivals[m], end, call, last if last != m else None, end - cost)

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
 
 from ..errors import CollectiveMismatch
 from ..records import CallRecord
@@ -49,16 +48,15 @@ class GuardPolicy:
         return self.mode == "lockstep"
 
     def judge(self, first: CallRecord, rec: CallRecord,
-              records: Callable[[], dict[int, CallRecord]]) -> CollectiveMismatch | None:
+              records: dict[int, CallRecord]) -> CollectiveMismatch | None:
         """The report when ``rec`` joins a group sequence that ``first`` opened, or None.
-        ``records()`` gives every record posted there so far (global rank -> record); it is
-        built only when there is something to report."""
+        ``records`` holds every record posted there so far (global rank -> record)."""
         if not differences(first, rec):
             return None
         if self.compares:
-            return check_group_call(records())
+            return check_group_call(records)
         if can_pair(first, rec):
             return None
-        err = check_group_call(records())
+        err = check_group_call(records)
         err.summary += " (guard off: no communicator can pair these calls)"
         return err

@@ -17,21 +17,29 @@ from __future__ import annotations
 from ..errors import CollectiveMismatch, rank_name
 from ..records import CallRecord
 
-# Fields compared at one group sequence, in the order a report names them; the last entry
-# is the call's purpose when no label names it.
-MATCH_FIELDS = ("op", "root", "reduce_op", "signature", "label", "iteration", "callsite")
+# Fields compared at one group sequence, in the order a report names them; when no label
+# names the purpose, the call site is compared too (``purpose``).
+MATCH_FIELDS = ("op", "root", "reduce_op", "signature", "label", "iteration")
+
+
+def purpose(rec: CallRecord) -> str | None:
+    """What an unlabelled call is for, beyond its mechanics; None when a label says it."""
+    return rec.callsite if rec.label is None else None
 
 
 def match_key(rec: CallRecord) -> tuple:
-    """What members of a group must agree on at one sequence: the rule itself. Two records
-    match exactly when their keys are equal; the process backend hashes this key."""
-    return (rec.op, rec.root, rec.reduce_op, rec.signature, rec.label, rec.iteration,
-            rec.callsite if rec.label is None else None)
+    """What members of a group must agree on at one sequence. Two records match exactly when
+    their keys are equal (``differences`` is empty); the process backend hashes this key."""
+    return tuple(getattr(rec, f) for f in MATCH_FIELDS) + (purpose(rec),)
 
 
 def differences(a: CallRecord, b: CallRecord) -> tuple[str, ...]:
-    """The fields in which two records of one group sequence disagree."""
-    return tuple(f for f, x, y in zip(MATCH_FIELDS, match_key(a), match_key(b)) if x != y)
+    """The fields in which two records of one group sequence disagree (``match_key``'s
+    components, named; early-outs on the hot path where records agree)."""
+    diff = [f for f in MATCH_FIELDS if getattr(a, f) != getattr(b, f)]
+    if "label" not in diff and purpose(a) != purpose(b):
+        diff.append("callsite")
+    return tuple(diff)
 
 
 def can_pair(a: CallRecord, b: CallRecord) -> bool:

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 from ...timeline.clock import ClockModel, RankClock, finish_collective
 from ..guard.policy import GuardPolicy
+from ..guard.rules import differences
 from ..records import CallRecord
 from ..semantics import execute, nbytes
 from .kernel import Kernel
@@ -34,10 +35,12 @@ class Rendezvous:
         posts = self.pending.setdefault(key, {})
         if posts:
             first = next(iter(posts.values()))[0]
-            err = self.policy.judge(first, rec, lambda: {**{x: p[0] for x, p in posts.items()},
-                                                         r: rec})
-            if err is not None:
-                kernel.report(err)
+            if differences(first, rec):          # rare: build the records only then
+                records = {x: p[0] for x, p in posts.items()}
+                records[r] = rec
+                err = self.policy.judge(first, rec, records)
+                if err is not None:
+                    kernel.report(err)
         posts[r] = (rec, payload)
         self.posted[r][rec.group_key] = rec.seq
         self.on_post(rec)
@@ -59,6 +62,4 @@ class Rendezvous:
         arrivals = {m: p[0].clock for m, p in posts.items()}
         cost = self.clock_model.collective_cost(rec.op, len(arrivals), rec.signature,
                                                 nbytes(posts[rec.rank][1]))
-        call = rec.short()
-        for m in arrivals:
-            finish_collective(self.clocks[m], m, arrivals, cost, call)
+        finish_collective(self.clocks, arrivals, arrivals, cost, rec.short())

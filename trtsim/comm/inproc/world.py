@@ -27,6 +27,10 @@ from .transport import InprocTransport
 from .watchdog import DeadlineExpired, Watchdog
 
 
+def _ignore(rec: CallRecord) -> None:
+    pass
+
+
 class InprocWorld:
     """One inproc launch: build the ranks, run them, report."""
 
@@ -40,8 +44,10 @@ class InprocWorld:
         self.clocks = [RankClock() for _ in range(n)]
         self.trace: list[tuple[int, CallRecord]] | None = [] if config.trace else None
         self.tracker = LockstepTracker(groups) if self.policy.tracks_groups else None
+        on_collective = self._on_collective if (self.trace is not None or self.tracker) \
+            else _ignore
         self.rendezvous = Rendezvous(self.kernel, self.policy, self.clocks, self.clock_model,
-                                     self._on_collective)
+                                     on_collective)
         self.mailbox = Mailbox(self.kernel, self.clocks, self.clock_model, self._on_p2p)
         self.iterations = {r: 0 for r in range(n)}
         self.progress = progress
@@ -53,7 +59,8 @@ class InprocWorld:
             self.trace.append((self.kernel.steps, rec))
 
     def _on_collective(self, rec: CallRecord) -> None:
-        self._on_p2p(rec)
+        if self.trace is not None:
+            self.trace.append((self.kernel.steps, rec))
         if self.tracker is not None:
             self.tracker.on_call(rec)
             self._lockstep_verdict()

@@ -119,7 +119,7 @@ class TorchTransport:
                     for m in rec.group_ranks}
         cost = self.clock_model.collective_cost(rec.op, len(arrivals), rec.signature,
                                                 nbytes(payload))
-        finish_collective(self.clock, self.rank, arrivals, cost, rec.short())
+        finish_collective({self.rank: self.clock}, (self.rank,), arrivals, cost, rec.short())
 
     def clock_received(self, rec: CallRecord, pending) -> None:
         """The receiver's clock: the later of its arrival and the send plus the transfer."""
