@@ -6,16 +6,31 @@ import math
 
 import numpy as np
 import pytest
-import torch
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from trtsim.perf import (DEEPSEEK_R1_FP4, DEEPSEEK_V3, GB300, GPT_OSS_120B, H200_SXM,
-                         QWEN3_235B_A22B, V4_PRO, CostModel, HostGatherParams, Link, Op,
-                         RequestGroup, all_gather_time, all_reduce_time, all_to_all_time,
-                         attended_pairs, group_link, host_gather_cost, reduce_scatter_time)
 from trtsim.layout import ParallelLayout
-from trtsim.perf import comm_cost as cc
+from trtsim.perf import (
+    DEEPSEEK_R1_FP4,
+    DEEPSEEK_V3,
+    GB300,
+    GPT_OSS_120B,
+    H200_SXM,
+    QWEN3_235B_A22B,
+    V4_PRO,
+    CostModel,
+    HostGatherParams,
+    Link,
+    Op,
+    RequestGroup,
+    all_gather_time,
+    all_reduce_time,
+    all_to_all_time,
+    attended_pairs,
+    comm_cost as cc,
+    group_link,
+    host_gather_cost,
+    reduce_scatter_time,
+)
 from trtsim.perf.models import FP8_BLOCK_BYTES
 
 FAST = settings(max_examples=40, deadline=None)

@@ -7,8 +7,15 @@ call and hands it to a backend's transport: ``inproc`` (all ranks in this proces
 the layout and timeline wings.
 """
 
-from .distributed import Distributed, Peer
-from .errors import CollectiveDeadlock, CollectiveError, CollectiveMismatch, CollectiveTimeout, RankFailed
+from ..layout.places import Peer
+from .distributed import Distributed
+from .errors import (
+           CollectiveDeadlock,
+           CollectiveError,
+           CollectiveMismatch,
+           CollectiveTimeout,
+           RankFailed,
+)
 from .records import CallRecord
 
 __all__ = ["Distributed", "Peer", "CallRecord", "CollectiveError", "CollectiveMismatch",

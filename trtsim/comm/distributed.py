@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Protocol
 
-from ..layout.places import Peer, RankPlace
+from ..layout.places import RankPlace
 from .records import CallRecord, find_callsite, signature_of
 from .semantics import REDUCE_OPS
 

@@ -15,7 +15,8 @@ import enum
 
 import torch
 
-from ..comm.distributed import Distributed, Peer
+from ..comm.distributed import Distributed
+from ..layout.places import Peer
 from ..state.kv_cache import KVCacheManager
 from .transfer_plan import Piece, piece_numel
 

@@ -24,7 +24,7 @@ from ..layout.topology import Deployment, InstanceSpec, topology
 from ..spec.config import SpecConfig
 from ..state.fault import Fault
 from ..state.kv_cache import KvCacheConfig
-from .schema import ScenarioError, build, err, known_keys, scalar, section, yaml_key
+from .schema import ScenarioError, build, check_keys, err, known_keys, scalar, section
 from .source import load_raw, parse_value, set_dotted, with_overrides
 
 __all__ = ["Scenario", "ScenarioError", "TransferWorkload", "load_scenario", "load_raw",
@@ -92,15 +92,6 @@ class Scenario:
         return "transfer" if isinstance(self.workload, TransferWorkload) else "serving"
 
 
-def top_keys() -> list[str]:
-    """The top-level keys of a functional scenario file."""
-    out = []
-    for f in fields(Scenario):
-        if not f.metadata.get("internal"):
-            out.extend(f.metadata.get("keys", (yaml_key(f),)))
-    return out
-
-
 def load_scenario(source, overrides: dict | None = None) -> Scenario:
     """Validate and resolve a scenario file or mapping, with dotted-key overrides applied."""
     raw, name = with_overrides(source, overrides)
@@ -108,10 +99,7 @@ def load_scenario(source, overrides: dict | None = None) -> Scenario:
 
 
 def resolve(raw: dict, source: str) -> Scenario:
-    known = top_keys()
-    for k in raw:
-        if k not in known:
-            raise err(source, k, raw[k], f"is not a known key (known: {', '.join(sorted(known))})")
+    check_keys(Scenario, raw, source)
     opts = {name: scalar(Scenario, name, raw, source)
             for name in ("description", "backend", "guard", "seed", "timeout", "expect")}
     opts["name"] = scalar(Scenario, "name", raw, source) or os.path.basename(source)

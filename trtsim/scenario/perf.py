@@ -17,13 +17,13 @@ simulation with the control plane counted on trtsim's executor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 
 from ..checks import field_types
 from ..disagg.transceiver import TransceiverConfig
 from ..perf.measured import worker_bypass_overhead
 from ..perf.serving_sim import BenchmarkConfig, InstanceConfig, PerfConfig
-from .schema import ScenarioError, build, err, scalar, section, yaml_key
+from .schema import ScenarioError, build, check_keys, err, scalar, section
 from .source import with_overrides
 
 
@@ -87,10 +87,6 @@ class PerfScenario:
 _SECTIONS = ("transceiver", "speculative", "worker", "ctx", "gen", "benchmark")
 
 
-def top_keys() -> list[str]:
-    return [yaml_key(f) for f in fields(PerfScenario) if not f.metadata.get("internal")]
-
-
 def load_perf(source, overrides: dict | None = None) -> PerfScenario:
     """Validate and resolve a perf scenario file or mapping, with dotted-key overrides."""
     raw, name = with_overrides(source, overrides)
@@ -98,10 +94,7 @@ def load_perf(source, overrides: dict | None = None) -> PerfScenario:
 
 
 def resolve_perf(raw: dict, name: str) -> PerfScenario:
-    known = top_keys()
-    for k in raw:
-        if k not in known:
-            raise err(name, k, raw[k], f"is not a known key (known: {', '.join(sorted(known))})")
+    check_keys(PerfScenario, raw, name)
     types = field_types(PerfScenario)
     parts = {key: build(types[key], section(name, raw, key), name, key) for key in _SECTIONS}
     opts = {key: scalar(PerfScenario, key, raw, name)

@@ -45,12 +45,24 @@ def user_fields(cls) -> list[dataclasses.Field]:
 
 
 def known_keys(cls) -> list[str]:
-    """Every YAML key of a section built into ``cls`` (flattened fields included)."""
+    """Every YAML key of a section built into ``cls`` (flattened fields included; a field
+    spelled two ways lists both in ``metadata["keys"]``)."""
     out = []
     for f in user_fields(cls):
-        out.extend(known_keys(field_types(cls)[f.name]) if f.metadata.get("flatten")
-                   else [yaml_key(f)])
+        if f.metadata.get("flatten"):
+            out.extend(known_keys(field_types(cls)[f.name]))
+        else:
+            out.extend(f.metadata.get("keys", (yaml_key(f),)))
     return out
+
+
+def check_keys(cls, raw: dict, source: str, prefix: str = "") -> None:
+    """Every key of ``raw`` must be a YAML key of ``cls``: else one line naming it."""
+    known = known_keys(cls)
+    for k in raw:
+        if k not in known:
+            raise err(source, f"{prefix}{k}", raw[k],
+                      f"is not a known key (known: {', '.join(sorted(known))})")
 
 
 def _type_name(hint) -> str:
@@ -100,11 +112,7 @@ def _frozen(value):
 def build(cls, values: dict, source: str, key: str, **fixed: Any):
     """``cls`` from a section's mapping, every key checked; ``fixed`` fields are set by the
     scenario (they are not YAML keys)."""
-    known = known_keys(cls)
-    for k in values:
-        if k not in known:
-            raise err(source, f"{key}.{k}", values[k],
-                      f"is not a known key (known: {', '.join(sorted(known))})")
+    check_keys(cls, values, source, f"{key}.")
     return _construct(cls, values, source, key, fixed)
 
 
