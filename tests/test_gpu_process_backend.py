@@ -6,9 +6,9 @@ import pytest
 import torch
 
 import trtsim
+from tests import programs
 from trtsim.comm.launcher import LaunchConfig, run_ranks
 from trtsim.layout import InstanceLayout
-from tests import programs
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]
 

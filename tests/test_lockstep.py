@@ -3,9 +3,9 @@
 import pytest
 
 import trtsim
+from tests import programs
 from trtsim.comm.launcher import LaunchConfig, run_ranks
 from trtsim.layout import InstanceLayout
-from tests import programs
 
 
 def outcome(prog, guard, tp=4, pp=2, adp=True):

@@ -6,9 +6,9 @@ import sys
 
 import pytest
 
-from trtsim.scenario.perf_sanity import import_perf_sanity
-from trtsim.scenario.perf import load_perf
 from trtsim.scenario.functional import ScenarioError
+from trtsim.scenario.perf import load_perf
+from trtsim.scenario.perf_sanity import import_perf_sanity
 
 DIR = "tests/data/perf_sanity"
 

@@ -14,9 +14,9 @@ import time
 import pytest
 
 import trtsim
+from tests import programs
 from trtsim.comm.launcher import LaunchConfig, run_ranks
 from trtsim.layout import InstanceLayout
-from tests import programs
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -6,10 +6,10 @@ import pytest
 
 from trtsim.jobs.perf_run import run_perf
 from trtsim.layout import ParallelLayout
-from trtsim.scenario.perf import load_perf
 from trtsim.perf.serving_sim import (BenchmarkConfig, ControlPlane, InstanceConfig, PerfConfig,
                                      _Models, simulate)
 from trtsim.scenario.functional import ScenarioError
+from trtsim.scenario.perf import load_perf
 
 
 def single(concurrency=1, prompts=4, k=0, alpha=0.0, control=ControlPlane(), osl=8):

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import trtsim
+from trtsim.jobs.run import run
 from trtsim.spec import GenerationStep, MTPEagleWorker, MTPWorker, SpecConfig, SpecWorker
 from trtsim.spec.incident import bypassing_worker_class
-from trtsim.jobs.run import run
 
 SMALL = dict(vocab_size=1024, hidden_size=32)
 

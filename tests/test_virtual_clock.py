@@ -7,8 +7,8 @@ import torch
 
 import trtsim
 from trtsim.comm.launcher import LaunchConfig, run_ranks
-from trtsim.layout import InstanceLayout
 from trtsim.launch import default_clock_model
+from trtsim.layout import InstanceLayout
 from trtsim.timeline.clock import ClockModel, RankClock, complete_collective, receive_time
 
 FREE = ClockModel(tensor_latency=0.0)

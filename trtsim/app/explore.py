@@ -23,10 +23,9 @@ from hypothesis.errors import NoSuchExample
 
 from ..comm.errors import CollectiveError
 from ..jobs.run import RunResult, run
-from ..scenario.functional import ScenarioError, load_raw, load_scenario, set_dotted
-from .strategies import _by_size
-from .strategies import overrides as override_strategy
 from ..layout.topology import topologies, topology
+from ..scenario.functional import ScenarioError, load_raw, load_scenario, set_dotted
+from .strategies import _by_size, overrides as override_strategy
 
 
 @dataclass

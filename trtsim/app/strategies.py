@@ -17,8 +17,8 @@ import random
 
 from hypothesis import strategies as st
 
-from ..state.fault import SPELLINGS
 from ..layout.topology import topologies, topology
+from ..state.fault import SPELLINGS
 
 # Lengths a paged KV cache treats specially: block edges (8 tokens a block) and the edges of a
 # 24-token window, and a few ordinary ones.

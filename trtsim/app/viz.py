@@ -15,7 +15,7 @@ KIND_COLOURS = {"tp": "tab:blue", "pp": "tab:orange", "cp": "tab:purple", "tp_cp
 
 
 def _plt():
-    import matplotlib.pyplot as plt     # the caller's backend (inline in notebooks, Agg headless)
+    import matplotlib.pyplot as plt  # the caller's backend (inline in notebooks, Agg headless)
     return plt
 
 

@@ -7,7 +7,6 @@ from typing import Any
 from ..layout.places import rank_label
 from .records import CallRecord
 
-
 VERDICTS = ("ok", "mismatch", "deadlock", "failed")
 
 

@@ -24,9 +24,9 @@ from typing import Literal
 
 from ..checks import choices, require_choices
 from ..comm.distributed import Distributed
+from ..layout.topology import InstanceSpec
 from ..state.kv_cache import KVCacheManager
 from ..state.request import LlmRequest, LlmRequestState
-from ..layout.topology import InstanceSpec
 from .consensus import combine_outcomes, find_consensus_request_ids
 from .ring_consensus import RingConsensus
 from .sessions import RxSession, SessionStatus, TxSession, WaitResult

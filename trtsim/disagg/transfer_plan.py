@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..state.kv_cache import KvCacheConfig, head_range
 from ..layout.mapping import pp_layer_split
 from ..layout.topology import InstanceSpec
+from ..state.kv_cache import KvCacheConfig, head_range
 
 
 @dataclass(frozen=True)

@@ -24,10 +24,10 @@ from collections import deque
 
 from ..comm.distributed import Distributed
 from ..disagg.transceiver import KvCacheTransceiverV2
-from .config import ExecutorConfig
-from .report import ExecutorReport, IterationStats, ResponseRecord
 from ..state.kv_cache import KVCacheManager
 from ..state.request import LlmRequest, LlmRequestState as S
+from .config import ExecutorConfig
+from .report import ExecutorReport, IterationStats, ResponseRecord
 from .scheduler import fits, free_blocks, schedule
 
 INSUFFICIENT_KV = "Insufficient KV cache for gen-only benchmark mode"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from .config import ExecutorConfig
 from ..state.kv_cache import KVCacheManager
 from ..state.request import LlmRequest, LlmRequestState as S
+from .config import ExecutorConfig
 
 _IN_FLIGHT = (S.DISAGG_GENERATION_TRANS_IN_PROGRESS, S.DISAGG_GENERATION_TRANS_COMPLETE,
               S.GENERATION_IN_PROGRESS)

@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass, fields
 
 from ..perf.serving_sim import PerfConfig, SimResult, simulate
-from ..timeline.trace import server_trace
 from ..scenario.perf import PerfScenario, load_perf
+from ..timeline.trace import server_trace
 from .control_plane import measure_control_plane
 
 

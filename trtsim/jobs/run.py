@@ -6,19 +6,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .census import Census
-from ..comm.guard.lockstep import summarize
 from ..comm.errors import CollectiveError, verdict_of
-from ..timeline.trace import rank_trace
+from ..comm.guard.lockstep import summarize
+from ..comm.launcher import LaunchConfig, run_ranks
 from ..disagg.transceiver import DisaggPeers
 from ..executor.report import ExecutorReport
-from .transfer_job import (TransferJob, TransferReport, completed_everywhere, transfer_program,
-                                  verify_transfer)
-from .serving_job import ServingJob, serving_program
-from ..comm.launcher import LaunchConfig, run_ranks
 from ..launch import default_clock_model
 from ..layout.places import InstanceLayout
 from ..scenario.functional import Scenario, TransferWorkload, load_scenario
+from ..timeline.trace import rank_trace
+from .census import Census
+from .serving_job import ServingJob, serving_program
+from .transfer_job import (TransferJob, TransferReport, completed_everywhere, transfer_program,
+                           verify_transfer)
+
 
 @dataclass
 class RunResult:

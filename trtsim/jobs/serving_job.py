@@ -6,11 +6,11 @@ from dataclasses import dataclass, field, replace
 
 from ..comm.distributed import Distributed
 from ..disagg.transceiver import DisaggPeers, KvCacheTransceiverV2, TransceiverConfig
-from ..executor.config import ExecutorConfig, ServingWorkload
-from ..state.kv_cache import KVCacheManager, KvCacheConfig
-from ..executor.py_executor import PyExecutor
 from ..disagg.transfer_plan import dp_owner
+from ..executor.config import ExecutorConfig, ServingWorkload
+from ..executor.py_executor import PyExecutor
 from ..state.fault import Fault
+from ..state.kv_cache import KvCacheConfig, KVCacheManager
 from ..state.request import LlmRequest
 
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 import torch
 
 from ..comm.distributed import Distributed
-from ..state.kv_cache import KVCacheManager, KvCacheConfig
-from ..state.fault import Fault
-from ..state.request import LlmRequest
 from ..disagg.transceiver import DisaggPeers, KvCacheTransceiverV2, TransceiverConfig
 from ..disagg.transfer_plan import dp_owner, holders
+from ..state.fault import Fault
+from ..state.kv_cache import KvCacheConfig, KVCacheManager
+from ..state.request import LlmRequest
 
 
 @dataclass(frozen=True)

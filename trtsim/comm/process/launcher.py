@@ -22,10 +22,10 @@ import torch.distributed as tdist
 
 from ...layout.places import RankPlace
 from ..errors import CollectiveError, CollectiveTimeout, RankFailed
-from ..outcome import LaunchOutcome
-from .ledger import ITERATION, READY_NS, Ledger
 from ..guard.lockstep import replay_lockstep
 from ..guard.waitfor import timeout_error
+from ..outcome import LaunchOutcome
+from .ledger import ITERATION, READY_NS, Ledger
 from .monitor import DeadlockMonitor
 from .torchdist import failed_report, rank_main
 

@@ -24,8 +24,8 @@ import numpy as np
 
 from ...layout.mapping import GROUP_KINDS
 from ..guard.rules import match_key
-from ..records import CallRecord
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
+from ..records import CallRecord
 
 KIND_INDEX = {k: i for i, k in enumerate(GROUP_KINDS)}
 P2P_SLOT = len(GROUP_KINDS)

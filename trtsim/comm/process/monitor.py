@@ -14,8 +14,8 @@ import time
 
 from ...layout.places import RankPlace
 from ..errors import CollectiveDeadlock
-from .ledger import Ledger
 from ..guard.waitfor import deadlock_error, find_deadlock
+from .ledger import Ledger
 
 
 class DeadlockMonitor:

@@ -31,17 +31,17 @@ from typing import Any, Callable
 import torch
 import torch.distributed as tdist
 
-from . import torch_ops
 from ...layout.places import RankPlace
+from ...timeline.clock import ClockModel, RankClock, finish_collective, finish_receive
 from ..distributed import Distributed
-from ..semantics import nbytes
 from ..errors import CollectiveError, RankFailed
 from ..guard.policy import GuardPolicy
 from ..guard.rules import check_group_call
-from .ledger import Ledger, match_hash
-from ..records import CallRecord
-from ...timeline.clock import ClockModel, RankClock, finish_collective, finish_receive
 from ..guard.waitfor import DONE, FAILED, RUNNING
+from ..records import CallRecord
+from ..semantics import nbytes
+from . import torch_ops
+from .ledger import Ledger, match_hash
 
 # Environment every rank runs under: NVLink multicast stays off (it can take a shared host's
 # GPUs out of service), and NCCL waits no longer than the launch.

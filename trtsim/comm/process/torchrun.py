@@ -23,15 +23,15 @@ import numpy as np
 import torch
 import torch.distributed as tdist
 
+from ...layout.mapping import GROUP_KINDS
 from ..distributed import Distributed
 from ..errors import CollectiveError
+from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 from ..outcome import LaunchOutcome
-from ...layout.mapping import GROUP_KINDS
+from ..records import CallRecord
 from .ledger import STATUS_CODES, STATUS_NAMES, match_hash
 from .monitor import DeadlockMonitor
-from ..records import CallRecord
 from .torchdist import SAFE_ENV, Aborted, Reported, TorchTransport, build_groups
-from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 
 
 def under_torchrun() -> bool:
