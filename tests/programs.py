@@ -35,16 +35,16 @@ def tensors(dist):
     out.append(dist.allgather(torch.full((2,), dist.rank, dtype=torch.int64)))
     if dist.pp_size > 1:
         act = torch.full((3, 2), float(dist.rank))
-        handle = dist.isend_object(act.sum().item(), dist.mapping.next_pp_rank, tag=7)
-        out.append(dist.recv_object(dist.mapping.prev_pp_rank, tag=7))
+        handle = dist.isend_object(act.sum().item(), dist.mapping.next_pp_rank(), tag=7)
+        out.append(dist.recv_object(dist.mapping.prev_pp_rank(), tag=7))
         handle.wait()
-        if dist.mapping.is_first_pp_rank:
-            dist.send_tensor(act, dist.mapping.next_pp_rank, tag=1)
+        if dist.mapping.is_first_pp_rank():
+            dist.send_tensor(act, dist.mapping.next_pp_rank(), tag=1)
         else:
             buf = torch.empty(3, 2)
-            out.append(dist.recv_tensor(buf, dist.mapping.prev_pp_rank, tag=1))
-            if not dist.mapping.is_last_pp_rank:
-                dist.send_tensor(buf + 1, dist.mapping.next_pp_rank, tag=1)
+            out.append(dist.recv_tensor(buf, dist.mapping.prev_pp_rank(), tag=1))
+            if not dist.mapping.is_last_pp_rank():
+                dist.send_tensor(buf + 1, dist.mapping.next_pp_rank(), tag=1)
     return out
 
 
@@ -120,11 +120,17 @@ def label_mismatch(dist):
         dist.tp_allgather(1, label="ctx_consensus")
 
 
-def callsite_mismatch(dist):
-    if dist.tp_rank == 0:
-        dist.tp_allgather(1)
-    else:
-        dist.tp_allgather(2)
+def _gather_states(dist):
+    return dist.tp_allgather(dist.rank)
+
+
+def _gather_votes(dist):
+    return dist.tp_allgather(dist.rank)
+
+
+def purpose_mismatch(dist):
+    """Unlabelled gathers at one sequence made by two different functions: two purposes."""
+    return _gather_states(dist) if dist.tp_rank == 0 else _gather_votes(dist)
 
 
 def cross_group_cycle(dist):
@@ -175,11 +181,11 @@ def gpu_tensors(dist):
     out = [dist.tp_allreduce(x, op="sum").cpu(), dist.pp_allgather(x)[0].cpu()]
     if dist.pp_size > 1:
         act = torch.full((2, 3), float(dist.rank), device=dist.device)
-        if dist.mapping.is_first_pp_rank:
-            dist.send_tensor(act, dist.mapping.next_pp_rank, tag=1)
+        if dist.mapping.is_first_pp_rank():
+            dist.send_tensor(act, dist.mapping.next_pp_rank(), tag=1)
         else:
             buf = torch.empty(2, 3, device=dist.device)
-            out.append(dist.recv_tensor(buf, dist.mapping.prev_pp_rank, tag=1).cpu())
+            out.append(dist.recv_tensor(buf, dist.mapping.prev_pp_rank(), tag=1).cpu())
     return [str(dist.device)] + out
 
 

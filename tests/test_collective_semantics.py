@@ -33,7 +33,7 @@ def test_tensor_reductions_and_p2p():
         assert torch.equal(out[2], torch.minimum(*xs))
         assert torch.equal(out[3], xs[0] * xs[1])
         assert [t.tolist() for t in out[4]] == [[g, g] for g in range(6)]
-        assert out[5] == 6.0 * m.prev_pp_rank
+        assert out[5] == 6.0 * m.prev_pp_rank()
         if m.pp_rank > 0:
             assert torch.equal(out[6], torch.full((3, 2), float(m.pp_group[0]) + m.pp_rank - 1))
 

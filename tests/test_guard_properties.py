@@ -58,8 +58,8 @@ def interpret(dist, program, skip=None):
             if step[0] == "ring":
                 if dist.pp_size > 1:
                     m = dist.mapping
-                    h = call(dist.isend_object, (dist.rank, it), m.next_pp_rank, tag=step[1])
-                    out.append(call(dist.recv_object, m.prev_pp_rank, tag=step[1]))
+                    h = call(dist.isend_object, (dist.rank, it), m.next_pp_rank(), tag=step[1])
+                    out.append(call(dist.recv_object, m.prev_pp_rank(), tag=step[1]))
                     if h is not None:
                         h.wait()
                 continue
@@ -128,6 +128,7 @@ def test_deleting_one_call_is_always_reported(layout, program, seed, data):
 _FIELDS = dict(op=st.sampled_from(["allgather", "broadcast"]), seq=st.just(1),
                label=st.sampled_from([None, "a", "b"]), iteration=st.integers(0, 1),
                callsite=st.sampled_from(["x.py:1 in f", "x.py:2 in g"]),
+               purpose=st.sampled_from(["f < main", "g < main"]),
                signature=st.sampled_from(["object", "tensor[float32, (2,)]"]),
                root=st.sampled_from([None, 0, 1]), reduce_op=st.sampled_from([None, "sum"]))
 

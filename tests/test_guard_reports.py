@@ -30,7 +30,7 @@ def test_skipped_call_is_caught_by_iteration_even_without_labels(labelled):
 @pytest.mark.parametrize("prog,field", [
     (programs.op_mismatch, "op"), (programs.root_mismatch, "root"),
     (programs.reduce_op_mismatch, "reduce_op"), (programs.shape_mismatch, "signature"),
-    (programs.label_mismatch, "label"), (programs.callsite_mismatch, "callsite"),
+    (programs.label_mismatch, "label"), (programs.purpose_mismatch, "purpose"),
 ])
 def test_mismatch_kinds_name_the_field_group_and_ranks(prog, field):
     err = report(prog, tp=2, pp=1)
@@ -40,8 +40,9 @@ def test_mismatch_kinds_name_the_field_group_and_ranks(prog, field):
     assert set(err.calls) == {0, 1}
     sites = {c.callsite for c in err.calls.values()}
     assert all("programs.py" in s for s in sites)
-    if field == "callsite":
-        assert len(sites) == 2 and "give the calls a label=" in err.explanation
+    if field == "purpose":
+        assert len(sites) == 2 and "_gather_states" in err.summary and "_gather_votes" in err.summary
+        assert "declare the function a wrapper" in err.explanation
 
 
 def test_cross_group_wait_cycle():

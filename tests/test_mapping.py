@@ -34,8 +34,8 @@ def test_groups_match_brute_force(tp, pp, cp, adp):
         assert m.tp_cp_group == sorted(r for r, (p2, _, _) in all_coords.items() if p2 == p)
         nxt = [r for r, xyz in all_coords.items() if xyz == ((p + 1) % pp, t, c)][0]
         prv = [r for r, xyz in all_coords.items() if xyz == ((p - 1) % pp, t, c)][0]
-        assert (m.next_pp_rank, m.prev_pp_rank) == (nxt, prv)
-        assert m.is_first_pp_rank == (p == 0) and m.is_last_pp_rank == (p == pp - 1)
+        assert (m.next_pp_rank(), m.prev_pp_rank()) == (nxt, prv)
+        assert m.is_first_pp_rank() == (p == 0) and m.is_last_pp_rank() == (p == pp - 1)
         assert (m.dp_size, m.dp_rank) == ((tp, t) if adp else (1, 0))
 
 
@@ -43,7 +43,7 @@ def test_design_example():
     m = Mapping(world_size=8, rank=5, tp_size=4, pp_size=2, cp_size=1, enable_attention_dp=True)
     assert (m.tp_rank, m.pp_rank, m.cp_rank, m.dp_rank, m.dp_size) == (1, 1, 0, 1, 4)
     assert m.tp_group == [4, 5, 6, 7] and m.pp_group == [1, 5]
-    assert m.next_pp_rank == 1 and m.prev_pp_rank == 1
+    assert m.next_pp_rank() == 1 and m.prev_pp_rank() == 1
 
 
 @given(st.integers(1, 64), st.integers(1, 8))

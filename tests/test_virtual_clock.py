@@ -52,11 +52,11 @@ def test_gather_under_skew_gives_its_analytic_time():
 def ring(dist, hop_s):
     """A PP ring of activations: each stage computes hop_s, then passes on."""
     x = torch.zeros(1024)
-    if not dist.mapping.is_first_pp_rank:
-        dist.recv_tensor(x, dist.mapping.prev_pp_rank, tag=3)
+    if not dist.mapping.is_first_pp_rank():
+        dist.recv_tensor(x, dist.mapping.prev_pp_rank(), tag=3)
     dist.advance(hop_s, "stage")
-    if not dist.mapping.is_last_pp_rank:
-        dist.send_tensor(x, dist.mapping.next_pp_rank, tag=3)
+    if not dist.mapping.is_last_pp_rank():
+        dist.send_tensor(x, dist.mapping.next_pp_rank(), tag=3)
     return dist.clock.now
 
 
@@ -75,11 +75,11 @@ def timeline_program(dist):
     dist.tp_allreduce(torch.ones(256), label="c")
     if dist.pp_rank == 0:
         dist.advance(0.002)
-        dist.send_object(dist.rank, dist.mapping.next_pp_rank, tag=4)
-        dist.isend_tensor(torch.ones(64), dist.mapping.next_pp_rank, tag=5).wait()
+        dist.send_object(dist.rank, dist.mapping.next_pp_rank(), tag=4)
+        dist.isend_tensor(torch.ones(64), dist.mapping.next_pp_rank(), tag=5).wait()
     else:
-        dist.recv_object(dist.mapping.prev_pp_rank, tag=4)
-        h = dist.irecv_tensor(torch.empty(64), dist.mapping.prev_pp_rank, tag=5)
+        dist.recv_object(dist.mapping.prev_pp_rank(), tag=4)
+        h = dist.irecv_tensor(torch.empty(64), dist.mapping.prev_pp_rank(), tag=5)
         dist.advance(0.0005)
         h.wait()
     return dist.clock.events

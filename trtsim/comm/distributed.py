@@ -1,10 +1,18 @@
-"""Distributed: TensorRT-LLM's communication methods for one rank, over a backend, guarded.
+"""Distributed: TensorRT-LLM's communicator for one rank, over a backend, guarded.
 
-Every call builds a CallRecord (group, per-group sequence, op, payload signature, root, reduce
-op, label, executor iteration, call site) and hands it with the payload to the rank's
-transport, which checks it with the guard before the real collective runs. Group arguments
-(roots, ranks) follow TRT-LLM's communicators: roots are indices within the group; p2p peers
-are ranks of this instance, or a ``Peer`` for a rank of another instance (the KV data plane).
+Every public call form of TensorRT-LLM's ``Distributed`` / ``MPIDist`` / ``TorchDist``
+(``tensorrt_llm/_torch/distributed/communicator.py``) is accepted, so code written against it
+runs unchanged; trtsim adds ``label=`` (the call's purpose, keyword only) and
+``set_iteration``. Every call builds a CallRecord (group, per-group sequence, op, payload
+signature, root, reduce op, label, purpose, iteration, call site) and hands it with the payload
+to the rank's transport, which checks it with the guard before the real collective runs.
+
+Arguments follow TensorRT-LLM's MPI communicators: roots are indices within the group (the
+``dst=`` spelling of TorchDist's gathers means the same here); p2p peers are ranks of this
+instance, or a ``Peer`` for a rank of another instance (the KV data plane). Keywords that
+change nothing here are accepted and ignored: ``chunk_size=`` (MPI's pickle chunking),
+``small_payload=`` and ``prefer_cpu=`` (transport choices), and the ``**kwargs`` TensorRT-LLM's
+broadcasts pass on to their communicator.
 """
 
 from __future__ import annotations
@@ -13,8 +21,10 @@ from collections import Counter
 from typing import Any, Protocol
 
 from ..layout.places import RankPlace
-from .records import CallRecord, find_callsite, signature_of
-from .semantics import REDUCE_OPS
+from .arrays import ArrayCalls
+from .origin import OriginFinder
+from .records import CallRecord, signature_of
+from .reduce_op import ReduceOp, op_name
 
 
 class Transport(Protocol):
@@ -27,19 +37,27 @@ class Transport(Protocol):
     def delay(self, seconds: float) -> None: ...
 
 
-class Distributed:
-    """One rank's communicator: TRT-LLM method names, every collective labelled and guarded."""
+def _forward(mapping_method: str):
+    return property(lambda self: getattr(self.mapping, mapping_method)())
 
-    def __init__(self, place: RankPlace, transport: Transport):
+
+class Distributed(ArrayCalls):
+    """One rank's communicator: TRT-LLM's method names, every collective recorded and guarded."""
+
+    supports_single_round_broadcast = False
+
+    def __init__(self, place: RankPlace, transport: Transport,
+                 origins: OriginFinder | None = None):
         self.place = place
         self.mapping = place.mapping
         self._transport = transport
+        self._origins = origins or OriginFinder()
         self._iteration = 0
         self._seq: Counter = Counter()
         self._groups = place.groups()
         self.census: Counter = Counter()   # (iteration, group kind, label or op) -> calls
 
-    # -- identity ------------------------------------------------------------------------
+    # -- identity (TensorRT-LLM's properties) --------------------------------------------
     rank = property(lambda self: self.mapping.rank)
     world_size = property(lambda self: self.mapping.world_size)
     tp_size = property(lambda self: self.mapping.tp_size)
@@ -50,9 +68,24 @@ class Distributed:
     cp_rank = property(lambda self: self.mapping.cp_rank)
     dp_rank = property(lambda self: self.mapping.dp_rank)
     dp_size = property(lambda self: self.mapping.dp_size)
+    cp_config = property(lambda self: self.mapping.cp_config)
+    has_tp = _forward("has_tp")
+    has_pp = _forward("has_pp")
+    has_cp_ulysses = _forward("has_cp_ulysses")
+    has_cp_helix = _forward("has_cp_helix")
+    is_first_pp_rank = _forward("is_first_pp_rank")
+    is_last_pp_rank = _forward("is_last_pp_rank")
+    is_second_last_pp_rank = _forward("is_second_last_pp_rank")
+    next_pp_rank = _forward("next_pp_rank")
+    prev_pp_rank = _forward("prev_pp_rank")
     global_rank = property(lambda self: self.place.global_rank)
     instance = property(lambda self: self.place.instance)
     role = property(lambda self: self.place.role)
+
+    @property
+    def local_world_size(self) -> int:
+        """Ranks of this instance on one node (``gpus_per_node`` of them at most)."""
+        return min(self.mapping.world_size, self.mapping.gpus_per_node)
 
     @property
     def clock(self):
@@ -79,79 +112,105 @@ class Distributed:
         self._transport.set_iteration(self._iteration)
 
     # -- gathers -------------------------------------------------------------------------
-    def allgather(self, obj, label: str | None = None) -> list:
+    def allgather(self, obj, *, label: str | None = None) -> list:
         return self._collective("world", "allgather", obj, label)
 
-    def tp_allgather(self, obj, label: str | None = None) -> list:
+    def tp_allgather(self, obj, chunk_size=None, *, small_payload=False, label=None) -> list:
         return self._collective("tp", "allgather", obj, label)
 
-    def pp_allgather(self, obj, label: str | None = None) -> list:
-        return self._collective("pp", "allgather", obj, label)
-
-    def cp_allgather(self, obj, label: str | None = None) -> list:
+    def cp_allgather(self, obj, chunk_size=None, *, small_payload=False, label=None) -> list:
         return self._collective("cp", "allgather", obj, label)
 
-    def tp_cp_allgather(self, obj, label: str | None = None) -> list:
-        return self._collective("tp_cp", "allgather", obj, label)
+    def pp_allgather(self, obj, chunk_size=None, *, label: str | None = None) -> list:
+        return self._collective("pp", "allgather", obj, label)
 
-    def tp_allgather_int64(self, value: int, label: str | None = None) -> list[int]:
-        """TRT-LLM's fast path for gathering one integer per TP rank."""
-        return [int(v) for v in self._collective("tp", "allgather", int(value), label)]
+    def tp_cp_allgather(self, obj, *, small_payload=False, label: str | None = None) -> list:
+        """Every TP x CP rank's object, TP-major: CP gather first, then TP, each only when its
+        size exceeds 1 (no collective at all when both are 1), as TensorRT-LLM does."""
+        out = self.cp_allgather(obj, label=label) if self.cp_size > 1 else [obj]
+        if self.tp_size > 1:
+            out = [x for part in self.tp_allgather(out, label=label) for x in part]
+        return out
 
-    def tp_gather(self, obj, root: int = 0, label: str | None = None) -> list | None:
-        """The list of every TP rank's object on the root (index in the group); None elsewhere."""
-        return self._collective("tp", "gather", obj, label, root=root)
+    def tp_gather(self, obj, root: int = 0, chunk_size=None, *, dst: int | None = None,
+                  label: str | None = None) -> list | None:
+        """Every TP rank's object on the root (index in the group, or ``dst=``); None elsewhere."""
+        return self._collective("tp", "gather", obj, label, root=root if dst is None else dst)
+
+    def pp_gather(self, obj, root: int = 0, chunk_size=None, *, dst: int | None = None,
+                  label: str | None = None) -> list | None:
+        return self._collective("pp", "gather", obj, label, root=root if dst is None else dst)
 
     # -- broadcasts ----------------------------------------------------------------------
-    def broadcast(self, obj, root: int = 0, label: str | None = None):
+    def broadcast(self, obj, root: int = 0, chunk_size=None, prefer_cpu=False, *,
+                  label: str | None = None):
         return self._collective("world", "broadcast", obj, label, root=root)
 
-    def tp_broadcast(self, obj, root: int = 0, label: str | None = None):
+    def broadcast_or_none(self, obj, root: int = 0, *, label: str | None = None):
+        """The root's object on every rank, or None everywhere when the root passed None."""
+        return self._collective("world", "broadcast", obj, label, root=root)
+
+    def tp_broadcast(self, obj, root: int = 0, chunk_size=None, *, label=None, **kwargs):
         return self._collective("tp", "broadcast", obj, label, root=root)
 
-    def pp_broadcast(self, obj, root: int = 0, label: str | None = None):
-        return self._collective("pp", "broadcast", obj, label, root=root)
-
-    def cp_broadcast(self, obj, root: int = 0, label: str | None = None):
+    def cp_broadcast(self, obj, root: int = 0, chunk_size=None, *, label=None, **kwargs):
         return self._collective("cp", "broadcast", obj, label, root=root)
 
-    # -- reductions ----------------------------------------------------------------------
-    def allreduce(self, x, op: str = "sum", label: str | None = None):
-        return self._collective("world", "allreduce", x, label, reduce_op=op)
+    def pp_broadcast(self, obj, root: int = 0, *, label: str | None = None):
+        return self._collective("pp", "broadcast", obj, label, root=root)
 
-    def tp_allreduce(self, x, op: str = "sum", label: str | None = None):
-        return self._collective("tp", "allreduce", x, label, reduce_op=op)
+    def tp_cp_broadcast(self, obj, root: int = 0, *, label: str | None = None, **kwargs):
+        """Broadcast over TP, then over CP, each only when its size exceeds 1."""
+        if self.tp_size > 1:
+            obj = self.tp_broadcast(obj, root, label=label)
+        if self.cp_size > 1:
+            obj = self.cp_broadcast(obj, root, label=label)
+        return obj
 
-    def barrier(self, label: str | None = None) -> None:
+    # -- reductions and barriers ---------------------------------------------------------
+    def allreduce(self, obj, op=ReduceOp.SUM, *, label: str | None = None):
+        """Numbers or tensors, reduced with ``op`` (a ReduceOp of TRT-LLM's or torch's, or a
+        name); every rank gets the result."""
+        return self._collective("world", "allreduce", obj, label, reduce_op=op_name(op))
+
+    def tp_allreduce(self, obj, op=ReduceOp.SUM, *, label: str | None = None):
+        return self._collective("tp", "allreduce", obj, label, reduce_op=op_name(op))
+
+    def barrier(self, *, label: str | None = None) -> None:
         self._collective("world", "barrier", None, label)
 
-    # -- point to point ------------------------------------------------------------------
-    def send_object(self, obj, dest, tag: int = 0, label: str | None = None) -> None:
+    def tp_barrier(self, *, label: str | None = None) -> None:
+        self._collective("tp", "barrier", None, label)
+
+    # -- point to point (objects and tensors) --------------------------------------------
+    def send_object(self, obj, dest, tag: int = 0, *, label: str | None = None) -> None:
         self._p2p("send_object", obj, dest, tag, label, blocking=True)
 
-    def isend_object(self, obj, dest, tag: int = 0, label: str | None = None):
+    def isend_object(self, obj, dest, tag: int = 0, *, label: str | None = None):
         """Send without waiting; the returned handle's ``wait()`` blocks until received."""
         return self._p2p("isend_object", obj, dest, tag, label, blocking=False)
 
-    def recv_object(self, src, tag: int = 0, label: str | None = None):
+    def recv_object(self, src, tag: int = 0, *, label: str | None = None):
         return self._p2p("recv_object", None, src, tag, label)
 
-    def irecv_object(self, src, tag: int = 0, label: str | None = None):
+    recv_object_from_isend = recv_object        # the older TorchDist spelling
+
+    def irecv_object(self, src, tag: int = 0, *, label: str | None = None):
         """Post a receive without waiting; the handle's ``is_completed()`` polls and
         ``wait()`` returns the object."""
         return self._p2p("irecv_object", None, src, tag, label, blocking=False)
 
-    def send_tensor(self, t, dest, tag: int = 0, label: str | None = None) -> None:
+    def send_tensor(self, t, dest, tag: int = 0, *, label: str | None = None) -> None:
         self._p2p("send_tensor", t, dest, tag, label, blocking=True)
 
-    def isend_tensor(self, t, dest, tag: int = 0, label: str | None = None):
+    def isend_tensor(self, t, dest, tag: int = 0, *, label: str | None = None):
         return self._p2p("isend_tensor", t, dest, tag, label, blocking=False)
 
-    def recv_tensor(self, t, src, tag: int = 0, label: str | None = None):
+    def recv_tensor(self, t, src, tag: int = 0, *, label: str | None = None):
         """Receive into ``t`` (same dtype and shape as the sent tensor) and return it."""
         return self._p2p("recv_tensor", t, src, tag, label)
 
-    def irecv_tensor(self, t, src, tag: int = 0, label: str | None = None):
+    def irecv_tensor(self, t, src, tag: int = 0, *, label: str | None = None):
         """Post a receive into ``t`` without waiting; ``wait()`` returns ``t`` filled."""
         return self._p2p("irecv_tensor", t, src, tag, label, blocking=False)
 
@@ -160,29 +219,22 @@ class Distributed:
         """Global ranks of this rank's group of ``kind`` (tp, pp, cp, tp_cp, world)."""
         return self._groups[kind]
 
-    def _collective(self, kind: str, op: str, payload, label, root=None, reduce_op=None):
-        group = self._groups[kind]
+    def _collective(self, kind: str, op: str, payload, label, root=None, reduce_op=None,
+                    group: tuple[int, ...] | None = None):
+        group = group or self._groups[kind]
         if root is not None and not (isinstance(root, int) and 0 <= root < len(group)):
             raise ValueError(f"{kind}_{op}: root={root!r} is not an index of the {kind} "
                              f"group of {len(group)} ranks")
-        if reduce_op is not None and reduce_op not in REDUCE_OPS:
-            raise ValueError(f"{kind}_{op}: op={reduce_op!r}; expected one of "
-                             f"{', '.join(REDUCE_OPS)}")
         if self.place.delay:
             self._transport.delay(self.place.delay)
         key = (kind, group)
         self._seq[key] += 1
-        # Host objects legally differ between members, so only their kind is compared;
-        # tensors (and allreduce's numbers) must agree as torch.distributed requires.
-        if op == "barrier":
-            signature = "none"
-        elif op == "allreduce" or _is_tensor(payload):
-            signature = signature_of(payload)
-        else:
-            signature = "object"
-        rec = CallRecord(op, self._seq[key], label, self._iteration, find_callsite(), signature,
+        origin = self._origins.find(2)
+        rec = CallRecord(op, self._seq[key], label, self._iteration, origin.callsite,
+                         "none" if op == "barrier" else signature_of(payload),
                          self.place.global_rank, self.mapping.rank, self.place.instance, kind,
-                         group, root, reduce_op, clock=self._transport.clock.now)
+                         group, root, reduce_op, clock=self._transport.clock.now,
+                         purpose=origin.purpose)
         self.census[(self._iteration, kind, label or op)] += 1
         return self._transport.collective(rec, payload)
 
@@ -196,15 +248,13 @@ class Distributed:
         sending = "send" in op
         channel = ("p2p", (me, other) if sending else (other, me), tag)
         self._seq[channel] += 1
+        origin = self._origins.find(2)
         signature = signature_of(payload) if op.endswith("tensor") else "object"
-        rec = CallRecord(op, self._seq[channel], label, self._iteration, find_callsite(),
+        rec = CallRecord(op, self._seq[channel], label, self._iteration, origin.callsite,
                          signature, me, self.mapping.rank, self.place.instance, "p2p",
-                         channel[1], peer=other, tag=tag, clock=self._transport.clock.now)
+                         channel[1], peer=other, tag=tag, clock=self._transport.clock.now,
+                         purpose=origin.purpose)
         self.census[(self._iteration, "p2p", label or op)] += 1
         if sending:
             return self._transport.send(rec, payload, blocking)
         return self._transport.recv(rec, payload, blocking)
-
-
-def _is_tensor(x) -> bool:
-    return hasattr(x, "shape") and hasattr(x, "dtype") and hasattr(x, "device")

@@ -1,22 +1,16 @@
 """Call records: what one rank says about the collective it is entering.
 
-A record carries the call's *purpose* (label, executor iteration, call site) beside its
-mechanics (op, payload signature, root, reduce op), because DESIGN 4 shows that op, shape and
-per-group sequence alone cannot tell a skipped call from a matching one.
+A record carries the call's *purpose* (label, executor iteration, and for unlabelled calls
+the purpose key of ``origin``) beside its mechanics (op, payload signature, root, reduce op),
+because op, shape and per-group sequence alone cannot tell a skipped call from a matching one:
+a rank that skips one call pairs its next call with its peers' pending one, silently. The call
+site (file:line) is kept for reports.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-import sys
 from dataclasses import asdict, dataclass
 from typing import Any
-
-# Frames in these files are plumbing; the call site is the first frame outside them.
-_COMM_DIR = os.path.dirname(os.path.abspath(__file__))
-_LAUNCH_FILE = os.path.join(os.path.dirname(_COMM_DIR), "launch.py")
-
 
 @dataclass(frozen=True)
 class CallRecord:
@@ -43,6 +37,7 @@ class CallRecord:
     peer: int | None = None          # p2p: the other side's global rank
     tag: int | None = None           # p2p tag
     clock: float = 0.0               # the rank's virtual clock when it entered (seconds)
+    purpose: str = ""                # the call stack at function granularity (comm.origin)
 
     @property
     def is_p2p(self) -> bool:
@@ -75,46 +70,15 @@ class CallRecord:
 
 
 def signature_of(payload: Any) -> str:
-    """The payload's signature: dtype and shape for tensors, the kind for host objects.
+    """The payload's signature: dtype and shape for tensors, ``object`` for host objects.
 
-    Host objects of a gather legally differ between ranks (each rank sends its own list), so
-    only their kind enters the signature; tensors must agree in dtype and shape as they do for
-    torch.distributed.
+    Host objects legally differ between ranks, in value and in kind (a gather of each rank's
+    own list; a broadcast where only the root passes the object and the others pass None; a
+    number that is an int here and a float there), so they all share one signature. Tensors
+    must agree in dtype and shape, as torch.distributed requires.
     """
     shape = getattr(payload, "shape", None)
     dtype = getattr(payload, "dtype", None)
     if shape is not None and dtype is not None and hasattr(payload, "device"):
         return f"tensor[{str(dtype).replace('torch.', '')}, {tuple(shape)}]"
-    if isinstance(payload, bool):
-        return "object"
-    if isinstance(payload, int):
-        return "int"
-    if isinstance(payload, float):
-        return "float"
     return "object"
-
-
-def find_callsite(skip_files: tuple[str, ...] = ()) -> str:
-    """``file:line in function`` of the first frame outside trtsim's communication layer.
-
-    Executor and transceiver code inside trtsim counts as a call site (its call sites are
-    the interesting ones); only ``trtsim/comm`` and the launcher are skipped.
-    """
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not (filename.startswith(_COMM_DIR) or filename == _LAUNCH_FILE
-                or filename in skip_files):
-            return f"{_short_path(filename)}:{frame.f_lineno} in {frame.f_code.co_name}"
-        frame = frame.f_back
-    return "<unknown>"
-
-
-@functools.lru_cache(maxsize=4096)
-def _short_path(filename: str) -> str:
-    """A path relative to the current directory when it lies below it, else as is."""
-    try:
-        rel = os.path.relpath(filename)
-    except ValueError:
-        return filename
-    return filename if rel.startswith("..") else rel

@@ -15,10 +15,13 @@ from typing import Any, Callable
 
 import torch
 
+# Keyed by reduce_op.OPS names.
 REDUCE_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "sum": operator.add, "prod": operator.mul, "max": max, "min": min,
+    "band": operator.and_, "bor": operator.or_, "bxor": operator.xor,
 }
-_TENSOR_REDUCE = {"sum": torch.add, "prod": torch.mul, "max": torch.maximum, "min": torch.minimum}
+_TENSOR_REDUCE = {"sum": torch.add, "prod": torch.mul, "max": torch.maximum, "min": torch.minimum,
+                  "band": torch.bitwise_and, "bor": torch.bitwise_or, "bxor": torch.bitwise_xor}
 _IMMUTABLE = (int, float, bool, str, bytes, type(None), complex)
 
 

@@ -29,8 +29,8 @@ class RingConsensus:
     def __init__(self, dist: Distributed, label: str = "ctx_consensus_ring"):
         m = dist.mapping
         self.dist, self.label = dist, label
-        self.first, self.size = m.is_first_pp_rank, m.pp_size
-        self.prev, self.next = m.prev_pp_rank, m.next_pp_rank
+        self.first, self.size = m.is_first_pp_rank(), m.pp_size
+        self.prev, self.next = m.prev_pp_rank(), m.next_pp_rank()
         self._recv = dist.irecv_object(self.prev, TAG_RING, label=label)
         self._in_flight = False
         self._announce: dict[int, str] = {}

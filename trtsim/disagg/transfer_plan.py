@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..layout.mapping import pp_layer_split
+from ..layout.parallel import pp_layer_split
 from ..layout.topology import InstanceSpec
 from ..state.kv_cache import KvCacheConfig, head_range
 

@@ -35,8 +35,8 @@ class PipelineLoop:
     def __init__(self, ex):
         self.ex = ex
         m = ex.m
-        self.first, self.last = m.is_first_pp_rank, m.is_last_pp_rank
-        self.prev, self.next = m.prev_pp_rank, m.next_pp_rank
+        self.first, self.last = m.is_first_pp_rank(), m.is_last_pp_rank()
+        self.prev, self.next = m.prev_pp_rank(), m.next_pp_rank()
         self.stage, self.stages = m.pp_rank, m.pp_size
         # (iteration, request ids, tokens each emits once sampled on the last stage)
         self.in_flight: deque[tuple[int, list[int], dict[int, int]]] = deque()

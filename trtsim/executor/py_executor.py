@@ -236,7 +236,7 @@ class PyExecutor:
             sum(r.prompt_len for r in batch if r.state == S.CONTEXT_INIT),
             sum(r.state == S.GENERATION_IN_PROGRESS for r in batch),
             self.config.forward_ms if batch else 0.0))
-        if self.sampler is not None and self.role == "gen" and batch and self.m.is_last_pp_rank:
+        if self.sampler is not None and self.role == "gen" and batch and self.m.is_last_pp_rank():
             return self.sampler.step(self, batch)        # only the last PP stage samples
         return {}
 

@@ -6,10 +6,11 @@ transceiver tests (``topology``), and where each rank of a launch sits (``RankPl
 one rule for naming a rank in a report).
 """
 
-from .mapping import GROUP_KINDS, Mapping, ParallelLayout, pp_layer_split
+from .mapping import CpType, Mapping
+from .parallel import GROUP_KINDS, ParallelLayout, pp_layer_split
 from .places import InstanceLayout, Peer, RankPlace, group_table, rank_label, rank_places
 from .topology import Deployment, InstanceSpec, format_table, topologies, topology
 
-__all__ = ["GROUP_KINDS", "Mapping", "ParallelLayout", "pp_layer_split", "InstanceLayout",
+__all__ = ["GROUP_KINDS", "CpType", "Mapping", "ParallelLayout", "pp_layer_split", "InstanceLayout",
            "Peer", "RankPlace", "group_table", "rank_label", "rank_places", "Deployment",
            "InstanceSpec", "format_table", "topologies", "topology"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .mapping import GROUP_KINDS, Mapping, ParallelLayout
+from .mapping import Mapping
+from .parallel import GROUP_KINDS, ParallelLayout
 
 
 class Peer(NamedTuple):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .mapping import ParallelLayout
+from .parallel import ParallelLayout
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..layout.mapping import ParallelLayout, pp_layer_split
+from ..layout.parallel import ParallelLayout, pp_layer_split
 from . import comm_cost as cc
 from .hardware import Hardware, check_dtype
 from .models import ModelSpec, Precision

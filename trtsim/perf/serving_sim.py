@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass, field, replace
 
 from ..checks import require_ints
-from ..layout.mapping import ParallelLayout
+from ..layout.parallel import ParallelLayout
 from . import comm_cost as cc
 from .client import RequestRecord, serving_metrics
 from .hardware import get_hardware

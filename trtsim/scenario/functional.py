@@ -19,7 +19,7 @@ from ..comm.guard.policy import GUARDS
 from ..comm.launcher import BACKENDS
 from ..disagg.transceiver import TransceiverConfig
 from ..executor.config import ExecutorConfig, ServingWorkload
-from ..layout.mapping import ParallelLayout
+from ..layout.parallel import ParallelLayout
 from ..layout.topology import Deployment, InstanceSpec, topology
 from ..spec.config import SpecConfig
 from ..state.fault import Fault

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..checks import require_ints
-from ..layout.mapping import Mapping, pp_layer_split
+from ..layout.mapping import Mapping
+from ..layout.parallel import pp_layer_split
 
 DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
 

@@ -5,11 +5,12 @@ How the guard sees a skip
 Every member of a group numbers its calls on that group (``seq``). A communicator pairs the
 n-th call of each member, whatever the calls are for. When one member skips a call, its *next*
 call on the group takes the skipped call's place: same op, same sequence, often the same shape
-(DESIGN 4). What differs is the purpose: the record of the skipping rank carries a later
-executor iteration, or another label, or (when the call is unlabelled) another call site.
-So the rule is: at each group sequence every member's record must agree on op, signature,
-root, reduce op, label and iteration, and on the call site when no label names the purpose.
-The first two records that disagree are reported; nothing waits for the rest.
+What differs is the purpose: the record of the skipping rank carries a later executor
+iteration, or another label, or (when the call is unlabelled) another purpose key, the chain
+of functions that made the call (``comm.origin``). So the rule is: at each group sequence
+every member's record must agree on op, signature, root, reduce op, label and iteration, and
+on the purpose key when no label names the purpose. The first two records that disagree are
+reported; nothing waits for the rest.
 """
 
 from __future__ import annotations
@@ -18,13 +19,14 @@ from ..errors import CollectiveMismatch, rank_name
 from ..records import CallRecord
 
 # Fields compared at one group sequence, in the order a report names them; when no label
-# names the purpose, the call site is compared too (``purpose``).
+# names the purpose, the purpose key of the call stack is compared too (``purpose``).
 MATCH_FIELDS = ("op", "root", "reduce_op", "signature", "label", "iteration")
 
 
 def purpose(rec: CallRecord) -> str | None:
-    """What an unlabelled call is for, beyond its mechanics; None when a label says it."""
-    return rec.callsite if rec.label is None else None
+    """What an unlabelled call is for, beyond its mechanics (the function chain that made it,
+    ``comm.origin``); None when a label says it."""
+    return rec.purpose if rec.label is None else None
 
 
 def match_key(rec: CallRecord) -> tuple:
@@ -38,7 +40,7 @@ def differences(a: CallRecord, b: CallRecord) -> tuple[str, ...]:
     components, named; early-outs on the hot path where records agree)."""
     diff = [f for f in MATCH_FIELDS if getattr(a, f) != getattr(b, f)]
     if "label" not in diff and purpose(a) != purpose(b):
-        diff.append("callsite")
+        diff.append("purpose")
     return tuple(diff)
 
 
@@ -71,8 +73,8 @@ def mismatch_error(a: CallRecord, b: CallRecord, diff: tuple[str, ...],
     """Build the report for two disagreeing records of one group sequence."""
     field = diff[0] if "iteration" not in diff else "iteration"
     summary = (f"{a.group_kind} group {list(a.group_ranks)}: call #{a.seq} differs in "
-               f"{', '.join(diff)} ({rank_name(a)}: {_show(a, field)}, "
-               f"{rank_name(b)}: {_show(b, field)})")
+               f"{', '.join(diff)} ({rank_name(a)}: {_show(a, field, b)}, "
+               f"{rank_name(b)}: {_show(b, field, a)})")
     divergent = tuple(sorted(r for r, rec in records.items() if differences(a, rec))) or (b.rank,)
     return CollectiveMismatch(
         summary, group_kind=a.group_kind, group_ranks=a.group_ranks,
@@ -80,9 +82,19 @@ def mismatch_error(a: CallRecord, b: CallRecord, diff: tuple[str, ...],
         explanation=explain_mismatch(a, b, diff))
 
 
-def _show(rec: CallRecord, field: str) -> str:
-    value = getattr(rec, field, None) if field != "callsite" else rec.callsite
-    return repr(value) if isinstance(value, str) and field != "callsite" else str(value)
+def _show(rec: CallRecord, field: str, other: CallRecord) -> str:
+    if field == "purpose":
+        return purpose_text(rec, other)
+    value = getattr(rec, field, None)
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def purpose_text(rec: CallRecord, other: CallRecord) -> str:
+    """``rec``'s purpose key up to where it parts from ``other``'s: the functions that tell
+    the two calls apart, innermost first."""
+    mine, theirs = rec.purpose.split(" < "), other.purpose.split(" < ")
+    i = next((i for i, (x, y) in enumerate(zip(mine, theirs)) if x != y), min(len(mine), len(theirs)))
+    return " < ".join(mine[:i + 1]) or "?"
 
 
 def explain_mismatch(a: CallRecord, b: CallRecord, diff: tuple[str, ...]) -> str:
@@ -108,5 +120,7 @@ def explain_mismatch(a: CallRecord, b: CallRecord, diff: tuple[str, ...]) -> str
     if "signature" in diff:
         return (f"the payloads differ ({name_a}: {a.signature}, {name_b}: {b.signature}): "
                 "a real communicator would read or write the wrong number of bytes")
-    return (f"the same {call} was entered from different call sites with no label "
-            f"({a.callsite} vs {b.callsite}): give the calls a label= if they serve one purpose")
+    return (f"{name_a} entered {call} #{a.seq} from {purpose_text(a, b)} while {name_b} entered "
+            f"it from {purpose_text(b, a)}: the members run different code paths, or one skipped "
+            "a call (if both serve one purpose, give them a label= or declare the function a "
+            "wrapper)")

@@ -18,6 +18,7 @@ from ..distributed import Distributed
 from ..errors import RankFailed
 from ..guard.lockstep import LockstepTracker
 from ..guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, timeout_error
+from ..origin import call_rank_program
 from ..outcome import LaunchOutcome
 from ..records import CallRecord
 from .kernel import Kernel, Unwind
@@ -88,7 +89,7 @@ class InprocWorld:
 
         def rank_main(r: int) -> None:
             try:
-                results[r] = program(dists[r], *args)
+                results[r] = call_rank_program(program, dists[r], args)
             except Unwind:
                 raise
             except DeadlineExpired:

@@ -22,7 +22,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from ...layout.mapping import GROUP_KINDS
+from ...layout.parallel import GROUP_KINDS
 from ..guard.rules import match_key
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 from ..records import CallRecord

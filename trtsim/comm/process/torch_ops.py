@@ -17,8 +17,11 @@ from typing import Any
 import torch
 import torch.distributed as tdist
 
+from .. import semantics
+
 _REDUCE = {"sum": tdist.ReduceOp.SUM, "prod": tdist.ReduceOp.PRODUCT,
-           "max": tdist.ReduceOp.MAX, "min": tdist.ReduceOp.MIN}
+           "max": tdist.ReduceOp.MAX, "min": tdist.ReduceOp.MIN, "band": tdist.ReduceOp.BAND,
+           "bor": tdist.ReduceOp.BOR, "bxor": tdist.ReduceOp.BXOR}
 
 
 @dataclass(frozen=True)
@@ -86,10 +89,11 @@ def collective(op: str, payload: Any, group: TorchGroup, root: int | None,
             t = _staged(payload, group)
             tdist.all_reduce(t, op=_REDUCE[reduce_op or "sum"], group=group.tensor)
             return _restore(t, payload)
-        dtype = torch.int64 if isinstance(payload, int) else torch.float64
-        t = torch.tensor([payload], dtype=dtype)
-        tdist.all_reduce(t, op=_REDUCE[reduce_op or "sum"], group=group.obj)
-        return t.item()
+        # Host numbers may differ in kind between members (an int here, a float there), as
+        # with MPI's pickled allreduce: gather them and reduce as the inproc backend does.
+        out = [None] * len(group.ranks)
+        tdist.all_gather_object(out, payload, group=group.obj)
+        return semantics.allreduce(out, reduce_op or "sum")[0]
     if op == "barrier":
         tdist.all_reduce(torch.zeros(1, dtype=torch.int64), group=group.obj)
         return None

@@ -39,6 +39,7 @@ from ..guard.policy import GuardPolicy
 from ..guard.rules import check_group_call
 from ..guard.waitfor import DONE, FAILED, RUNNING
 from ..records import CallRecord
+from ..origin import call_rank_program
 from ..semantics import nbytes
 from . import torch_ops
 from .ledger import Ledger, match_hash
@@ -269,7 +270,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
                                    clock_model)
         dist = Distributed(places[rank], transport)
         ledger.set_ready(rank, os.getpid())
-        result = program(dist, *args)
+        result = call_rank_program(program, dist, args)
         try:
             blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the rank's failure

@@ -23,11 +23,12 @@ import numpy as np
 import torch
 import torch.distributed as tdist
 
-from ...layout.mapping import GROUP_KINDS
+from ...layout.parallel import GROUP_KINDS
 from ..distributed import Distributed
 from ..errors import CollectiveError
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 from ..outcome import LaunchOutcome
+from ..origin import call_rank_program
 from ..records import CallRecord
 from .ledger import STATUS_CODES, STATUS_NAMES, match_hash
 from .monitor import DeadlockMonitor
@@ -166,7 +167,7 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
     dist = Distributed(places[rank], transport)
     try:
         try:
-            result = program(dist, *args)
+            result = call_rank_program(program, dist, args)
         except (Reported, Aborted):
             ledger.set_status(rank, FAILED)
             raise ledger.abort_error() from None
