@@ -4,13 +4,16 @@ in the same order, for the same purpose."""
 
 from .comm import (CallRecord, CollectiveDeadlock, CollectiveError, CollectiveMismatch,
                    CollectiveTimeout, Distributed, Peer, RankFailed)
-from .launch import launch
+from .comm.origin import collective_wrapper
+from .comm.reduce_op import ReduceOp
+from .launch import LaunchResults, launch
 from .layout.mapping import Mapping
 from .layout.topology import Deployment, InstanceSpec, topologies, topology
 
 __all__ = ["Mapping", "Deployment", "InstanceSpec", "topologies", "topology", "Distributed",
-           "Peer", "CallRecord", "launch", "CollectiveError", "CollectiveMismatch",
-           "CollectiveDeadlock", "CollectiveTimeout", "RankFailed", "run", "explore"]
+           "Peer", "CallRecord", "ReduceOp", "launch", "LaunchResults", "collective_wrapper",
+           "CollectiveError", "CollectiveMismatch", "CollectiveDeadlock", "CollectiveTimeout",
+           "RankFailed", "run", "explore"]
 __version__ = "0.1.0"
 
 

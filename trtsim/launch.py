@@ -9,9 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable
 
+from .comm.guard.lockstep import summarize
 from .comm.launcher import LaunchConfig, run_ranks
 from .layout.places import InstanceLayout
-from .layout.topology import InstanceSpec
+from .layout.topology import Deployment, InstanceSpec, topology
 from .perf.comm_cost import HOST_GATHER_MEASURED
 from .timeline.clock import ClockModel
 
@@ -23,18 +24,51 @@ def default_clock_model() -> ClockModel:
     return ClockModel(host_gather=replace(HOST_GATHER_MEASURED, cores=NODE_CORES))
 
 
+class LaunchResults(list):
+    """``results[r]`` is global rank r's return value. ``divergence`` lists the legal
+    cross-group divergence strict mode saw (what a lockstep assumption would trip over), as
+    ``RunResult.divergence`` does; ``notes`` what the backend chose and why."""
+
+    def __init__(self, results, divergence: list[dict], notes: list[str]):
+        super().__init__(results)
+        self.divergence = divergence
+        self.notes = notes
+
+
+def instances_of(deployment: "str | Deployment | None", tp: int, pp: int, cp: int,
+                 attention_dp: bool) -> list[InstanceLayout]:
+    """The instances a launch runs: the deployment's ctx then gen, or one unnamed instance."""
+    if deployment is None:
+        spec = InstanceSpec(tp_size=tp, pp_size=pp, cp_size=cp, enable_attention_dp=attention_dp,
+                            num_layers=max(pp, 1))
+        return [InstanceLayout("", "", spec)]
+    if (tp, pp, cp, attention_dp) != (1, 1, 1, False):
+        raise ValueError("launch: give tp/pp/cp/attention_dp or a deployment, not both")
+    dep = topology(deployment) if isinstance(deployment, str) else deployment
+    if not isinstance(dep, Deployment):
+        raise ValueError(f"deployment={deployment!r} must be a topology id or a Deployment")
+    return [InstanceLayout("ctx", "ctx", dep.ctx), InstanceLayout("gen", "gen", dep.gen)]
+
+
 def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: bool = False,
            backend: str = "inproc", args: tuple = (), timeout: float = 60.0,
-           guard: str = "strict", seed: int = 0) -> list[Any]:
-    """Run ``prog(dist, *args)`` on every rank of a tp x pp x cp instance.
+           guard: str = "strict", seed: int = 0, *, deployment: "str | Deployment | None" = None,
+           iteration_marker: str | None = None, wrappers: tuple[str, ...] = ()) -> LaunchResults:
+    """Run ``prog(dist, *args)`` on every rank of a tp x pp x cp instance, or of both
+    instances of a ``deployment`` (a topology id or a Deployment: ctx ranks first, then gen;
+    ``dist.role`` says which, ``trtsim.Peer`` reaches the other instance).
 
-    Returns ``results`` with ``results[r]`` rank r's return value, or raises the report:
+    ``iteration_marker="pkg.module:Class.method"``: each entry of that function on a rank
+    starts the rank's next iteration (for code that never calls ``set_iteration``).
+    ``wrappers``: modules whose functions only forward to collectives (their frames are no
+    part of a call's purpose); ``@trtsim.collective_wrapper`` declares one function.
+
+    Returns ``results`` with ``results[r]`` global rank r's return value, or raises the report:
     CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout.
     """
-    config = LaunchConfig(backend, guard, seed, timeout, clock_model=default_clock_model())
-    spec = InstanceSpec(tp_size=tp, pp_size=pp, cp_size=cp, enable_attention_dp=attention_dp,
-                        num_layers=max(pp, 1))
-    outcome = run_ranks([InstanceLayout("", "", spec)], prog, args, config)
+    config = LaunchConfig(backend, guard, seed, timeout, clock_model=default_clock_model(),
+                          iteration_marker=iteration_marker, wrappers=tuple(wrappers))
+    outcome = run_ranks(instances_of(deployment, tp, pp, cp, attention_dp), prog, args, config)
     if outcome.error is not None:
         raise outcome.error
-    return outcome.results
+    return LaunchResults(outcome.results, summarize(outcome.divergences), outcome.notes)

@@ -8,6 +8,7 @@ from typing import Callable
 from ..layout.places import InstanceLayout, group_table, rank_places
 from ..timeline.clock import ClockModel
 from .guard.policy import GuardPolicy
+from .markers import resolve as resolve_marker
 from .outcome import LaunchOutcome
 
 BACKENDS = ("inproc", "gloo", "nccl")
@@ -24,6 +25,8 @@ class LaunchConfig:
     delays: tuple[tuple[int, float], ...] = ()     # (global rank, seconds before each call)
     trace: bool = False                             # inproc: keep every call, for timelines
     clock_model: ClockModel | None = None           # what calls cost in virtual time
+    iteration_marker: str | None = None             # "pkg.module:Class.method" (comm.markers)
+    wrappers: tuple[str, ...] = ()                  # modules whose frames are no purpose
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -33,6 +36,10 @@ class LaunchConfig:
             raise ValueError(f"seed={self.seed!r} must be an integer")
         if not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
             raise ValueError(f"timeout={self.timeout!r} must be a positive number of seconds")
+        if self.iteration_marker is not None:
+            resolve_marker(self.iteration_marker)     # fails here, before any rank starts
+        if isinstance(self.wrappers, str) or not all(isinstance(w, str) for w in self.wrappers):
+            raise ValueError(f"wrappers={self.wrappers!r} must be a tuple of module names")
         for rank, seconds in self.delays:
             if not isinstance(rank, int) or rank < 0 or not seconds >= 0:
                 raise ValueError(f"delays: {rank!r}: {seconds!r} must map a rank >= 0 to "

@@ -2,41 +2,49 @@
 
 Strict mode checks each group on its own, which is what a real communicator needs. Lockstep
 adds the assumption of a world-wide barrier: within one instance and one executor iteration,
-every group of a kind (every PP group, every TP group) issues the same sequence of (op, label).
-A whole PP group that skips a gather together is legal per group; under lockstep it is a
-divergence, reported as a mismatch. In strict mode the same tracker collects such divergences
-as notes instead (``RunResult.divergence``).
+every group of a kind (every PP group, every TP group) issues the same sequence of calls (op,
+label, and for unlabelled calls the purpose key). A whole PP group that skips a gather
+together is legal per group; under lockstep it is a divergence, reported as a mismatch. In
+strict mode the same tracker collects such divergences as notes instead (``divergence``).
 
 The tracker is run-time state fed by the backend: ``on_call`` for each group's records,
-``on_progress`` when a rank moves to another iteration or finishes. A group's
-iteration is *closed* once every member is past it; a closed group with fewer calls than
-another group of its kind skipped the rest.
+``on_progress`` when a rank moves to another iteration or finishes. A group's iteration is
+*closed* once every member is past it. When two groups of a kind have both closed an
+iteration, their call lists are aligned (a longest-common-subsequence diff): the first call
+one of them has and the other lacks is what the other *skipped*. Comparing position by
+position would blame the wrong group: a group that skipped its first call enters its second
+at the first position, where it looks like the extra one.
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 from ..errors import CollectiveMismatch
 from ..records import CallRecord
+from .rules import purpose
 
 
 @dataclass(frozen=True)
 class Divergence:
-    """One legal-per-group difference between two groups of a kind in one iteration."""
+    """One legal-per-group difference between two groups of a kind in one iteration: the
+    call ``other_ranks`` left out, which ``group_ranks`` entered."""
 
     instance: str
     group_kind: str
     group_ranks: tuple[int, ...]       # the group that entered the call
-    other_ranks: tuple[int, ...]       # the group that did not
+    other_ranks: tuple[int, ...]       # the group that skipped it
     label: str | None
     op: str
     iteration: int                     # the first iteration it was seen in
+    purpose: str = ""                  # the skipped call's purpose key (unlabelled calls)
 
     def to_dict(self) -> dict:
         return {"instance": self.instance, "kind": self.group_kind,
                 "group_ranks": list(self.group_ranks), "other_ranks": list(self.other_ranks),
-                "label": self.label, "op": self.op, "iteration": self.iteration}
+                "label": self.label, "op": self.op, "iteration": self.iteration,
+                "purpose": self.purpose}
 
 
 def summarize(divergences: list[Divergence]) -> list[dict]:
@@ -50,13 +58,18 @@ def summarize(divergences: list[Divergence]) -> list[dict]:
             out[key] = dict(d.to_dict(), iterations=1)
         else:
             entry["iterations"] += 1
-    return list(out.values())
+    return sorted(out.values(), key=lambda d: (d["iteration"], d["instance"], d["kind"],
+                                               d["other_ranks"], d["group_ranks"]))
+
+
+def _key(rec: CallRecord) -> tuple:
+    return (rec.op, rec.label, purpose(rec))
 
 
 @dataclass
 class _Iteration:
     calls: dict[tuple[int, ...], list[CallRecord]] = field(default_factory=dict)
-    closed: set[tuple[int, ...]] = field(default_factory=set)
+    closed: list[tuple[int, ...]] = field(default_factory=list)    # in closing order
 
 
 class LockstepTracker:
@@ -76,12 +89,10 @@ class LockstepTracker:
         self._iterations: dict[int, int] = {}
         self._finished: set[int] = set()
         self._evidence: dict[Divergence, list[CallRecord]] = {}
-        self._noted: set[tuple] = set()
         self.divergences: list[Divergence] = []
 
     def on_call(self, rec: CallRecord) -> None:
-        """Note a group's call (the first member's record of each sequence counts) and
-        compare it with the same position of the other groups of its kind."""
+        """Note a group's call (the first member's record of each sequence counts)."""
         key = self._kind_of.get(rec.group_key)
         if key is None or self._last_seq.get(rec.group_key, 0) >= rec.seq:
             return
@@ -90,24 +101,13 @@ class LockstepTracker:
         if it is None:
             it = self._open[key][rec.iteration] = _Iteration()
             # Groups already past this iteration closed it before anyone called in it.
-            it.closed.update(g for g in self._groups[key] if self._has_left(g, rec.iteration))
-        mine = it.calls.setdefault(rec.group_ranks, [])
-        mine.append(rec)
-        j = len(mine) - 1
-        for other in self._groups[key]:
-            if other == rec.group_ranks:
-                continue
-            theirs = it.calls.get(other, ())
-            if j < len(theirs):
-                if (theirs[j].op, theirs[j].label) != (rec.op, rec.label):
-                    self._note(rec, other, [theirs[j], rec])
-            elif other in it.closed:
-                self._note(rec, other, [rec])
+            it.closed.extend(g for g in self._groups[key] if self._has_left(g, rec.iteration))
+        it.calls.setdefault(rec.group_ranks, []).append(rec)
 
     def on_progress(self, rank: int, iteration: int | None) -> None:
         """Rank ``rank`` moved to ``iteration`` (None: it finished). Close the iterations
-        every member of its groups has left; a group that closes with fewer calls than
-        another of its kind skipped the others' next call."""
+        every member of its groups has left, and compare each newly closed group with the
+        groups of its kind that closed the iteration before it."""
         if iteration is None:
             self._finished.add(rank)
         else:
@@ -118,49 +118,66 @@ class LockstepTracker:
                 it = opened[it_no]
                 if group in it.closed or not self._has_left(group, it_no):
                     continue
-                it.closed.add(group)
-                n = len(it.calls.get(group, ()))
-                for other in self._groups[key]:
-                    theirs = it.calls.get(other, ())
-                    if len(theirs) > n:
-                        self._note(theirs[n], group, [theirs[n]])
+                for other in it.closed:
+                    self._compare(key, it_no, it, other, group)
+                it.closed.append(group)
                 if len(it.closed) == len(self._groups[key]):
                     del opened[it_no]
 
     def _has_left(self, group: tuple[int, ...], iteration: int) -> bool:
         return all(r in self._finished or self._iterations.get(r, 0) > iteration for r in group)
 
-    def first_mismatch(self) -> CollectiveMismatch | None:
-        """The first divergence seen, as a lockstep mismatch (None if none)."""
-        if not self.divergences:
-            return None
-        first = self.divergences[0]
-        return divergence_error(first, self._evidence[first])
+    def _compare(self, key, it_no: int, it: _Iteration, a: tuple[int, ...],
+                 b: tuple[int, ...]) -> None:
+        """Note the first call one of two closed groups skipped (the first difference of
+        their aligned call lists)."""
+        calls_a, calls_b = it.calls.get(a, []), it.calls.get(b, [])
+        matcher = difflib.SequenceMatcher(None, [_key(r) for r in calls_a],
+                                          [_key(r) for r in calls_b], autojunk=False)
+        for tag, i1, _i2, j1, _j2 in matcher.get_opcodes():
+            if tag == "equal":
+                continue
+            if tag == "insert":            # b has calls a lacks: a skipped b's
+                self._note(key, it_no, calls_b[j1], b, a, [calls_b[j1]])
+            else:                          # a has calls b lacks (or both differ here)
+                evidence = [calls_a[i1]] + ([calls_b[j1]] if tag == "replace" else [])
+                self._note(key, it_no, calls_a[i1], a, b, evidence)
+            return
 
-    def _note(self, has: CallRecord, lacks: tuple[int, ...], evidence: list[CallRecord]) -> None:
-        instance, kind = self._kind_of[has.group_key]
-        pair = (instance, kind, has.iteration, frozenset((has.group_ranks, lacks)))
-        if pair in self._noted:
-            return  # one note per pair of groups and iteration
-        self._noted.add(pair)
-        div = Divergence(instance, kind, has.group_ranks, lacks, has.label, has.op, has.iteration)
+    def notes(self) -> list[Divergence]:
+        """Every divergence, earliest first: by iteration, then instance, kind and groups in
+        table order, so neither the schedule nor the backend changes the order."""
+        order = {key: i for i, key in enumerate(self._groups)}
+        return sorted(self.divergences, key=lambda d: (
+            d.iteration, order[(d.instance, d.group_kind)], d.other_ranks, d.group_ranks))
+
+    def first_mismatch(self) -> CollectiveMismatch | None:
+        """The earliest divergence as a lockstep mismatch (None if none)."""
+        notes = self.notes()
+        return divergence_error(notes[0], self._evidence[notes[0]]) if notes else None
+
+    def _note(self, key, it_no: int, skipped: CallRecord, has: tuple[int, ...],
+              lacks: tuple[int, ...], evidence: list[CallRecord]) -> None:
+        instance, kind = key
+        div = Divergence(instance, kind, has, lacks, skipped.label, skipped.op, it_no,
+                         purpose(skipped) or "")
         self.divergences.append(div)
         self._evidence[div] = evidence
 
 
 def divergence_error(div: Divergence, recs: list[CallRecord]) -> CollectiveMismatch:
-    """A lockstep mismatch naming both groups, the call and the iteration."""
-    ranks = tuple(sorted(set(div.group_ranks) | set(div.other_ranks)))
+    """A lockstep mismatch: the group that skipped a call, the call, the group that entered it."""
     name = f"{div.group_kind}_{div.op}"
+    what = f"{name} {div.label!r}" if div.label else \
+        f"{name} (from {div.purpose.split(' < ')[0]})" if div.purpose else name
     where = f"{div.instance} " if div.instance else ""
-    summary = (f"{where}{div.group_kind} groups {list(div.group_ranks)} and {list(div.other_ranks)} "
-               f"diverge in iteration {div.iteration}: {list(div.group_ranks)} entered {name} "
-               f"{div.label!r} which {list(div.other_ranks)} did not")
-    explanation = (f"ranks {list(div.other_ranks)} skipped {name} {div.label!r} in iteration "
-                   f"{div.iteration} while ranks {list(div.group_ranks)} entered it: legal for "
-                   "each group on its own, but a world-wide lockstep assumption (a barrier, a "
-                   "shared communicator) would hang here")
-    return CollectiveMismatch(summary, group_kind=div.group_kind, group_ranks=ranks,
+    skipped, entered = list(div.other_ranks), list(div.group_ranks)
+    summary = (f"{where}{div.group_kind} groups {entered} and {skipped} diverge in iteration "
+               f"{div.iteration}: {skipped} skipped {what}, which {entered} entered")
+    explanation = (f"ranks {skipped} skipped {what} in iteration {div.iteration} while ranks "
+                   f"{entered} entered it: legal for each group on its own, but a world-wide "
+                   "lockstep assumption (a barrier, a shared communicator) would hang here")
+    return CollectiveMismatch(summary, group_kind=div.group_kind, group_ranks=div.other_ranks,
                               ranks=div.other_ranks, calls={r.rank: r for r in recs},
                               explanation=explanation)
 
@@ -184,4 +201,4 @@ def replay_lockstep(groups: dict[tuple[str, str], list[tuple[int, ...]]],
         nxt = iterations[i + 1] if i + 1 < len(iterations) else None
         for rank in range(len(logs)):
             tracker.on_progress(rank, nxt)
-    return tracker.divergences, tracker.first_mismatch()
+    return tracker.notes(), tracker.first_mismatch()

@@ -18,7 +18,9 @@ from ..distributed import Distributed
 from ..errors import RankFailed
 from ..guard.lockstep import LockstepTracker
 from ..guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, timeout_error
-from ..origin import call_rank_program
+from .. import markers
+from ..current import bind
+from ..origin import OriginFinder, call_rank_program
 from ..outcome import LaunchOutcome
 from ..records import CallRecord
 from .kernel import Kernel, Unwind
@@ -64,7 +66,6 @@ class InprocWorld:
             self.trace.append((self.kernel.steps, rec))
         if self.tracker is not None:
             self.tracker.on_call(rec)
-            self._lockstep_verdict()
 
     def _on_iteration(self, r: int, iteration: int | None) -> None:
         if iteration is not None:
@@ -73,21 +74,18 @@ class InprocWorld:
             self.iterations[r] = iteration
         if self.tracker is not None:
             self.tracker.on_progress(r, iteration)
-            self._lockstep_verdict()
-
-    def _lockstep_verdict(self) -> None:
-        if self.policy.divergence_fails and self.kernel.error is None and self.tracker.divergences:
-            self.kernel.report(self.tracker.first_mismatch())
 
     # -- the run -------------------------------------------------------------------------
     def run(self, program: Callable, args: tuple) -> LaunchOutcome:
         kernel = self.kernel
         dists = [Distributed(p, InprocTransport(r, kernel, self.rendezvous, self.mailbox,
-                                                self.clocks[r], self._on_iteration))
+                                                self.clocks[r], self._on_iteration),
+                             OriginFinder(self.config.wrappers))
                  for r, p in enumerate(self.places)]
         results: list[Any] = [None] * len(dists)
 
         def rank_main(r: int) -> None:
+            bind(dists[r])                   # this greenlet's own context
             try:
                 results[r] = call_rank_program(program, dists[r], args)
             except Unwind:
@@ -102,14 +100,19 @@ class InprocWorld:
             kernel.finish(r)
             self._on_iteration(r, None)
 
-        with Watchdog(self.config.timeout):
+        with Watchdog(self.config.timeout), markers.installed(self.config.iteration_marker):
             try:
                 kernel.run([lambda r=r: rank_main(r) for r in range(len(dists))],
                            self._check_deadlock, self._check_clock, self._idle)
             except DeadlineExpired:
                 kernel.report(self._timeout_error())
-        return LaunchOutcome(results, kernel.error, [dict(d.census) for d in dists],
-                             list(self.tracker.divergences) if self.tracker else [],
+        error = kernel.error
+        if self.policy.divergence_fails and self.tracker.divergences:
+            # Under the lockstep assumption the earliest divergence is the root cause, even
+            # when the run went on to fail per group.
+            error = self.tracker.first_mismatch()
+        return LaunchOutcome(results, error, [dict(d.census) for d in dists],
+                             self.tracker.notes() if self.tracker else [],
                              trace=self.trace or [], clocks=[c.events for c in self.clocks])
 
     def _check_deadlock(self) -> None:

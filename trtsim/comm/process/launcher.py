@@ -84,9 +84,8 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
     try:
         for r in range(n):
             p = ctx.Process(target=rank_main, name=f"trtsim-rank{r}", daemon=True, args=(
-                r, places, group_table, program_blob, args_blob, config.policy,
-                config.timeout, plan, ("127.0.0.1", store.port), ledger.name, results_q,
-                wakeups, config.clock_model))
+                r, places, group_table, program_blob, args_blob, config, plan,
+                ("127.0.0.1", store.port), ledger.name, results_q, wakeups))
             p.start()
             procs.append(p)
         monitor = DeadlockMonitor(ledger, places)
@@ -140,8 +139,8 @@ class _Watch:
         policy = self.config.policy
         divergences, lock_err = replay_lockstep(self.groups, self.logs) \
             if policy.tracks_groups else ([], None)
-        if self.error is None and policy.divergence_fails:
-            self.error = lock_err
+        if lock_err is not None and policy.divergence_fails:
+            self.error = lock_err            # the root cause under the lockstep assumption
         return LaunchOutcome(self.results, self.error, self.census, divergences,
                              clocks=self.clocks)
 

@@ -39,7 +39,9 @@ from ..guard.policy import GuardPolicy
 from ..guard.rules import check_group_call
 from ..guard.waitfor import DONE, FAILED, RUNNING
 from ..records import CallRecord
-from ..origin import call_rank_program
+from .. import markers
+from ..current import bind
+from ..origin import OriginFinder, call_rank_program
 from ..semantics import nbytes
 from . import torch_ops
 from .ledger import Ledger, match_hash
@@ -240,8 +242,8 @@ def build_groups(group_table: dict, pg_backend: str,
 
 
 def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blob: bytes,
-              args_blob: bytes, policy: GuardPolicy, timeout: float, plan: dict, store_addr: tuple,
-              ledger_name: str, queue, wakeups: list, clock_model=None) -> None:
+              args_blob: bytes, config, plan: dict, store_addr: tuple, ledger_name: str, queue,
+              wakeups: list) -> None:
     """Entry point of one spawned rank process."""
     _die_with_parent()
     os.environ.update(SAFE_ENV)
@@ -249,6 +251,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
     # each other (and against gloo's threads).
     torch.set_num_threads(1)
     ledger = Ledger.attach(ledger_name, len(places), wakeups)
+    timeout = config.timeout
     status = FAILED
     try:
         device = torch.device(plan["devices"][rank])
@@ -265,12 +268,14 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
         program = pickle.loads(program_blob)
         args = pickle.loads(args_blob)
-        transport = TorchTransport(rank, ledger, groups, policy, device,
+        transport = TorchTransport(rank, ledger, groups, config.policy, device,
                                    lambda err: queue.put(("report", rank, pickle.dumps(err))),
-                                   clock_model)
-        dist = Distributed(places[rank], transport)
+                                   config.clock_model)
+        dist = Distributed(places[rank], transport, OriginFinder(config.wrappers))
+        bind(dist)
         ledger.set_ready(rank, os.getpid())
-        result = call_rank_program(program, dist, args)
+        with markers.installed(config.iteration_marker):
+            result = call_rank_program(program, dist, args)
         try:
             blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the rank's failure

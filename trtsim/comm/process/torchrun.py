@@ -28,7 +28,9 @@ from ..distributed import Distributed
 from ..errors import CollectiveError
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 from ..outcome import LaunchOutcome
-from ..origin import call_rank_program
+from .. import markers
+from ..current import bind
+from ..origin import OriginFinder, call_rank_program
 from ..records import CallRecord
 from .ledger import STATUS_CODES, STATUS_NAMES, match_hash
 from .monitor import DeadlockMonitor
@@ -164,10 +166,12 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
 
     transport = TorchTransport(rank, ledger, groups, config.policy, device, report,
                                config.clock_model)
-    dist = Distributed(places[rank], transport)
+    dist = Distributed(places[rank], transport, OriginFinder(config.wrappers))
+    bind(dist)
     try:
         try:
-            result = call_rank_program(program, dist, args)
+            with markers.installed(config.iteration_marker):
+                result = call_rank_program(program, dist, args)
         except (Reported, Aborted):
             ledger.set_status(rank, FAILED)
             raise ledger.abort_error() from None

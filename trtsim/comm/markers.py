@@ -1,0 +1,76 @@
+"""Iterations without ``set_iteration``: each entry of a marker function starts the calling
+rank's next iteration (``launch(..., iteration_marker="pkg.module:Class.method")``).
+
+The marker is looked up by its module path and installed as a wrapper on its owner (the class
+or the module) for the length of the launch, then restored. Calls before the first entry are
+iteration 0; the n-th entry starts iteration n. Code that imported the function by name before
+the launch (``from mod import fn``) keeps the unwrapped one: name a method, or a function
+looked up through its module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import inspect
+
+from .current import current
+
+
+def resolve(spec: str):
+    """(owner, attribute name, raw attribute) of ``"pkg.module:Qual.name"``; ValueError
+    naming what is missing."""
+    module_name, sep, qualname = spec.partition(":")
+    if not sep or not module_name or not qualname:
+        raise ValueError(f"iteration_marker={spec!r} must read 'pkg.module:function' or "
+                         "'pkg.module:Class.method'")
+    try:
+        owner = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ValueError(f"iteration_marker={spec!r}: cannot import {module_name!r} ({exc})") \
+            from None
+    parts = qualname.split(".")
+    for part in parts[:-1]:
+        if not hasattr(owner, part):
+            raise ValueError(f"iteration_marker={spec!r}: {owner!r} has no attribute {part!r}")
+        owner = getattr(owner, part)
+    try:
+        raw = inspect.getattr_static(owner, parts[-1])
+    except AttributeError:
+        raise ValueError(f"iteration_marker={spec!r}: {owner!r} has no attribute "
+                         f"{parts[-1]!r}") from None
+    func = raw.__func__ if isinstance(raw, (staticmethod, classmethod)) else raw
+    if not callable(func):
+        raise ValueError(f"iteration_marker={spec!r}: {parts[-1]!r} is not a function")
+    return owner, parts[-1], raw
+
+
+def _marked(func):
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        dist = current()
+        if dist is not None:
+            dist.set_iteration(dist.iteration + 1)
+        return func(*args, **kwargs)
+    return wrapper
+
+
+@contextlib.contextmanager
+def installed(spec: str | None):
+    """Wrap the marker for the duration of the block (nothing when ``spec`` is None)."""
+    if spec is None:
+        yield
+        return
+    owner, name, raw = resolve(spec)
+    if isinstance(raw, staticmethod):
+        wrapped = staticmethod(_marked(raw.__func__))
+    elif isinstance(raw, classmethod):
+        wrapped = classmethod(_marked(raw.__func__))
+    else:
+        wrapped = _marked(raw)
+    setattr(owner, name, wrapped)
+    try:
+        yield
+    finally:
+        setattr(owner, name, raw)
