@@ -67,7 +67,7 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout.
     """
     config = LaunchConfig(backend, guard, seed, timeout, clock_model=default_clock_model(),
-                          iteration_marker=iteration_marker, wrappers=tuple(wrappers))
+                          iteration_marker=iteration_marker, wrappers=wrappers)
     outcome = run_ranks(instances_of(deployment, tp, pp, cp, attention_dp), prog, args, config)
     if outcome.error is not None:
         raise outcome.error

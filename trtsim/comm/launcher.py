@@ -38,8 +38,10 @@ class LaunchConfig:
             raise ValueError(f"timeout={self.timeout!r} must be a positive number of seconds")
         if self.iteration_marker is not None:
             resolve_marker(self.iteration_marker)     # fails here, before any rank starts
-        if isinstance(self.wrappers, str) or not all(isinstance(w, str) for w in self.wrappers):
+        if isinstance(self.wrappers, str) or not isinstance(self.wrappers, (tuple, list)) \
+                or not all(isinstance(w, str) for w in self.wrappers):
             raise ValueError(f"wrappers={self.wrappers!r} must be a tuple of module names")
+        object.__setattr__(self, "wrappers", tuple(self.wrappers))
         for rank, seconds in self.delays:
             if not isinstance(rank, int) or rank < 0 or not seconds >= 0:
                 raise ValueError(f"delays: {rank!r}: {seconds!r} must map a rank >= 0 to "

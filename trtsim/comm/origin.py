@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -31,6 +32,18 @@ _LAUNCH_FILE = os.path.join(os.path.dirname(_COMM_DIR), "launch.py")
 def call_rank_program(program: Callable, dist, args: tuple) -> Any:
     """Every backend enters a rank program here: purpose keys end at this frame."""
     return program(dist, *args)
+
+
+def program_traceback(exc: BaseException) -> str:
+    """The traceback of an exception a rank program raised, starting in the rank program
+    (the backend's frames up to ``call_rank_program`` are left out)."""
+    tb = exc.__traceback__
+    probe = tb
+    while probe is not None and probe.tb_frame.f_code is not _ENTRY:
+        probe = probe.tb_next
+    if probe is not None and probe.tb_next is not None:
+        tb = probe.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
 def _call_through(fn: Callable, args: tuple, kwargs: dict) -> Any:

@@ -138,10 +138,11 @@ class LockstepTracker:
             if tag == "equal":
                 continue
             if tag == "insert":            # b has calls a lacks: a skipped b's
-                self._note(key, it_no, calls_b[j1], b, a, [calls_b[j1]])
-            else:                          # a has calls b lacks (or both differ here)
-                evidence = [calls_a[i1]] + ([calls_b[j1]] if tag == "replace" else [])
-                self._note(key, it_no, calls_a[i1], a, b, evidence)
+                a, b, calls_a, calls_b, i1, j1 = b, a, calls_b, calls_a, j1, i1
+            # a has calls b lacks (or both differ here): the evidence is a's call and, if b
+            # made one at that point instead, b's
+            evidence = [calls_a[i1]] + ([calls_b[j1]] if j1 < len(calls_b) else [])
+            self._note(key, it_no, calls_a[i1], a, b, evidence)
             return
 
     def notes(self) -> list[Divergence]:

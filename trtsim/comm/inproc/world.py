@@ -9,7 +9,6 @@ no rank can run; the wait-for analysis explains it.
 from __future__ import annotations
 
 import time
-import traceback
 from typing import Any, Callable
 
 from ...layout.places import RankPlace
@@ -20,7 +19,7 @@ from ..guard.lockstep import LockstepTracker
 from ..guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, timeout_error
 from .. import markers
 from ..current import bind
-from ..origin import OriginFinder, call_rank_program
+from ..origin import OriginFinder, call_rank_program, program_traceback
 from ..outcome import LaunchOutcome
 from ..records import CallRecord
 from .kernel import Kernel, Unwind
@@ -142,8 +141,7 @@ class InprocWorld:
 
     def _fail(self, r: int, exc: BaseException) -> None:
         self.kernel.finish(r, FAILED)
-        # The first frame is rank_main; the report starts at the rank program.
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))
+        tb = program_traceback(exc)
         self.kernel.report(RankFailed(f"{self.places[r].name} raised {type(exc).__name__}: {exc}",
                                       rank=r, traceback=tb))
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import pickle
 import time
-import traceback
 from datetime import timedelta
 from typing import Any, Callable
 
@@ -41,7 +40,7 @@ from ..guard.waitfor import DONE, FAILED, RUNNING
 from ..records import CallRecord
 from .. import markers
 from ..current import bind
-from ..origin import OriginFinder, call_rank_program
+from ..origin import OriginFinder, call_rank_program, program_traceback
 from ..semantics import nbytes
 from . import torch_ops
 from .ledger import Ledger, match_hash
@@ -286,8 +285,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
     except (Aborted, Reported):
         pass
     except BaseException as exc:  # noqa: BLE001 - reported to the launcher as RankFailed
-        # Drop rank_main's own frame: the report starts in the rank program.
-        tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__.tb_next))
+        tb = program_traceback(exc)
         queue.put(("failed", rank, f"{type(exc).__name__}: {exc}", tb))
     finally:
         ledger.set_status(rank, status)

@@ -1,0 +1,97 @@
+"""The public launch forms: a whole deployment by topology id, results by global rank with
+their divergence notes, iterations from a marker function, and argument errors up front."""
+
+import pytest
+
+import trtsim
+
+
+def who(dist):
+    peer = trtsim.Peer("gen" if dist.role == "ctx" else "ctx", dist.rank)
+    if dist.role == "ctx":
+        dist.send_object(dist.global_rank, peer, tag=1)
+        got = None
+    else:
+        got = dist.recv_object(peer, tag=1)
+    return dist.role, dist.instance, dist.rank, dist.global_rank, got
+
+
+@pytest.mark.parametrize("deployment", ["tp2_dp_both", trtsim.topology("tp2_dp_both")])
+def test_a_deployment_launches_both_instances_by_global_rank(deployment):
+    res = trtsim.launch(who, deployment=deployment)
+    assert isinstance(res, trtsim.LaunchResults) and res.divergence == []
+    assert res == [("ctx", "ctx", 0, 0, None), ("ctx", "ctx", 1, 1, None),
+                   ("gen", "gen", 0, 2, 0), ("gen", "gen", 1, 3, 1)]
+
+
+def pp_group_skip(dist):
+    for it in range(2):
+        dist.set_iteration(it)
+        if dist.dp_rank != 0:
+            dist.pp_allgather(dist.rank, label="gen_consensus")
+
+
+def test_results_carry_the_divergence_notes():
+    res = trtsim.launch(pp_group_skip, tp=2, pp=2, attention_dp=True)
+    assert [(d["kind"], d["other_ranks"], d["label"], d["iterations"]) for d in res.divergence] \
+        == [("pp", [0, 2], "gen_consensus", 2)]
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"deployment": "tp3"}, "unknown topology 'tp3'"),
+    ({"deployment": "tp2_dp_both", "tp": 2}, "not both"),
+    ({"iteration_marker": "nomodule_xyz:f"}, "cannot import 'nomodule_xyz'"),
+    ({"iteration_marker": "tests.idioms:Loop.nope"}, "has no attribute 'nope'"),
+    ({"iteration_marker": "tests.idioms"}, "must read 'pkg.module:function'"),
+    ({"wrappers": "tests.idiom_helpers"}, "tuple of module names"),
+])
+def test_bad_launch_arguments_fail_before_any_rank_starts(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        trtsim.launch(who, **kwargs)
+
+
+class Stepper:
+    def step(self):
+        return self.dist.iteration
+
+    @staticmethod
+    def static_step(dist):
+        return dist.iteration
+
+    @classmethod
+    def class_step(cls, dist):
+        return dist.iteration
+
+
+def module_step(dist):
+    return dist.iteration
+
+
+@pytest.mark.parametrize("marker,call", [
+    ("tests.test_launch_forms:Stepper.step", lambda s, d: s.step()),
+    ("tests.test_launch_forms:Stepper.static_step", lambda s, d: Stepper.static_step(d)),
+    ("tests.test_launch_forms:Stepper.class_step", lambda s, d: Stepper.class_step(d)),
+])
+def test_each_marker_entry_starts_the_next_iteration(marker, call):
+    def prog(dist):
+        s = Stepper()
+        s.dist = dist
+        seen = [dist.iteration]
+        for _ in range(3):
+            seen.append(call(s, dist))
+            dist.tp_allgather(dist.iteration)
+        return seen
+
+    assert trtsim.launch(prog, tp=2, iteration_marker=marker) == [[0, 1, 2, 3]] * 2
+    assert Stepper.__dict__["step"].__name__ == "step" and not hasattr(Stepper.step, "__wrapped__")
+
+
+def test_a_module_function_marker_is_looked_up_through_its_module():
+    import tests.test_launch_forms as mod
+
+    def prog(dist):
+        return [mod.module_step(dist) for _ in range(2)]
+
+    assert trtsim.launch(prog, tp=2, iteration_marker="tests.test_launch_forms:module_step") \
+        == [[1, 2]] * 2
+    assert mod.module_step.__name__ == "module_step" and not hasattr(mod.module_step, "__wrapped__")
