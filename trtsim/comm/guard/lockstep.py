@@ -9,9 +9,10 @@ strict mode the same tracker collects such divergences as notes instead (``diver
 
 The tracker is run-time state fed by the backend: ``on_call`` for each group's records,
 ``on_progress`` when a rank moves to another iteration or finishes. A group's iteration is
-*closed* once every member is past it. When two groups of a kind have both closed an
-iteration, their call lists are aligned (a longest-common-subsequence diff): the first call
-one of them has and the other lacks is what the other *skipped*. Comparing position by
+*closed* once every member is past it. Once every group of a kind has closed an iteration,
+each is compared with the first group of the table: their call lists are aligned (a
+longest-common-subsequence diff), and the first call one of them has and the other lacks is
+what the other *skipped*. Comparing position by
 position would blame the wrong group: a group that skipped its first call enters its second
 at the first position, where it looks like the extra one.
 """
@@ -69,7 +70,7 @@ def _key(rec: CallRecord) -> tuple:
 @dataclass
 class _Iteration:
     calls: dict[tuple[int, ...], list[CallRecord]] = field(default_factory=dict)
-    closed: list[tuple[int, ...]] = field(default_factory=list)    # in closing order
+    closed: list[tuple[int, ...]] = field(default_factory=list)
 
 
 class LockstepTracker:
@@ -118,10 +119,13 @@ class LockstepTracker:
                 it = opened[it_no]
                 if group in it.closed or not self._has_left(group, it_no):
                     continue
-                for other in it.closed:
-                    self._compare(key, it_no, it, other, group)
                 it.closed.append(group)
                 if len(it.closed) == len(self._groups[key]):
+                    # Every group of the kind left the iteration: compare each with the first
+                    # of the table, O(groups), in an order no schedule changes.
+                    ref, *rest = self._groups[key]
+                    for other in rest:
+                        self._compare(key, it_no, it, ref, other)
                     del opened[it_no]
 
     def _has_left(self, group: tuple[int, ...], iteration: int) -> bool:
@@ -132,8 +136,10 @@ class LockstepTracker:
         """Note the first call one of two closed groups skipped (the first difference of
         their aligned call lists)."""
         calls_a, calls_b = it.calls.get(a, []), it.calls.get(b, [])
-        matcher = difflib.SequenceMatcher(None, [_key(r) for r in calls_a],
-                                          [_key(r) for r in calls_b], autojunk=False)
+        keys_a, keys_b = [_key(r) for r in calls_a], [_key(r) for r in calls_b]
+        if keys_a == keys_b:                 # the common case: in step
+            return
+        matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
         for tag, i1, _i2, j1, _j2 in matcher.get_opcodes():
             if tag == "equal":
                 continue
