@@ -95,3 +95,56 @@ def test_a_module_function_marker_is_looked_up_through_its_module():
     assert trtsim.launch(prog, tp=2, iteration_marker="tests.test_launch_forms:module_step") \
         == [[1, 2]] * 2
     assert mod.module_step.__name__ == "module_step" and not hasattr(mod.module_step, "__wrapped__")
+
+
+def test_the_scenario_keys_and_the_fixture_take_a_marker(trtsim_launch):
+    from trtsim.scenario import ScenarioError, load_scenario
+    s = load_scenario("scenarios/kv_transfer.yaml", {
+        "iteration_marker": "tests.test_launch_forms:module_step",
+        "wrappers": ["tests.idiom_helpers"]})
+    assert s.iteration_marker.endswith(":module_step") and s.wrappers == ("tests.idiom_helpers",)
+    with pytest.raises(ScenarioError, match="iteration_marker: .*has no attribute 'nope'"):
+        load_scenario("scenarios/kv_transfer.yaml", {"iteration_marker": "tests.idioms:nope"})
+    with pytest.raises(ScenarioError, match="wrappers: 'x' must be a list"):
+        load_scenario("scenarios/kv_transfer.yaml", {"wrappers": "x"})
+    import tests.test_launch_forms as mod
+    got = trtsim_launch(lambda d: [mod.module_step(d)], tp=2,
+                        iteration_marker="tests.test_launch_forms:module_step")
+    assert got == [[1], [1]]
+
+
+SCRIPT = '''
+import trtsim
+
+class Executor:
+    def __init__(self, dist):
+        self.dist, self.ever_sent = dist, False
+
+    def step(self, it):
+        if self.dist.dp_rank == 0 and it == 1 + self.dist.pp_rank:
+            self.ever_sent = True
+        if self.ever_sent:
+            self.dist.pp_allgather([])
+
+def rank(dist):
+    ex = Executor(dist)
+    for it in range(3):
+        ex.step(it)
+
+if __name__ == "__main__":
+    try:
+        trtsim.launch(rank, tp=2, pp=2, attention_dp=True, backend=BACKEND,
+                      iteration_marker="my_job:Executor.step")
+    except trtsim.CollectiveMismatch as err:
+        print(err.summary)
+'''
+
+
+@pytest.mark.parametrize("backend", ["inproc", "gloo"])
+def test_a_marker_in_the_running_script_is_the_scripts_own(tmp_path, backend):
+    import subprocess
+    import sys
+    (tmp_path / "my_job.py").write_text(SCRIPT.replace("BACKEND", repr(backend)))
+    out = subprocess.run([sys.executable, "my_job.py"], cwd=tmp_path, capture_output=True,
+                         text=True, timeout=120)
+    assert "call #1 differs in iteration (rank 0: 2, rank 2: 3)" in out.stdout, out.stderr

@@ -13,7 +13,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib
+import importlib.util
 import inspect
+import os
+import sys
 
 from .current import current
 
@@ -25,11 +28,13 @@ def resolve(spec: str):
     if not sep or not module_name or not qualname:
         raise ValueError(f"iteration_marker={spec!r} must read 'pkg.module:function' or "
                          "'pkg.module:Class.method'")
-    try:
-        owner = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ValueError(f"iteration_marker={spec!r}: cannot import {module_name!r} ({exc})") \
-            from None
+    owner = _main_if_same(module_name)
+    if owner is None:
+        try:
+            owner = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise ValueError(f"iteration_marker={spec!r}: cannot import {module_name!r} "
+                             f"({exc})") from None
     parts = qualname.split(".")
     for part in parts[:-1]:
         if not hasattr(owner, part):
@@ -44,6 +49,25 @@ def resolve(spec: str):
     if not callable(func):
         raise ValueError(f"iteration_marker={spec!r}: {parts[-1]!r} is not a function")
     return owner, parts[-1], raw
+
+
+def _main_if_same(module_name: str):
+    """The running script's module when ``module_name`` names its file: a script run as
+    ``python my_job.py`` is ``__main__``, and importing ``my_job`` again would give a second
+    copy whose classes the script never uses."""
+    main = sys.modules.get("__main__")
+    if module_name == "__main__" or module_name in sys.modules:
+        return sys.modules.get(module_name)
+    path = getattr(main, "__file__", None)
+    if not path:
+        return None
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        return None
+    if spec is not None and spec.origin and os.path.realpath(spec.origin) == os.path.realpath(path):
+        return main
+    return None
 
 
 def _marked(func):

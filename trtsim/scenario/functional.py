@@ -17,6 +17,7 @@ from typing import Literal
 from ..comm.errors import VERDICTS
 from ..comm.guard.policy import GUARDS
 from ..comm.launcher import BACKENDS
+from ..comm.markers import resolve as resolve_marker
 from ..disagg.transceiver import TransceiverConfig
 from ..executor.config import ExecutorConfig, ServingWorkload
 from ..layout.parallel import ParallelLayout
@@ -84,6 +85,11 @@ class Scenario:
         "help": "the verdict this scenario reproduces; the run holds if equal"})
     delays: tuple[tuple[int, float], ...] = field(default=(), metadata={
         "help": "global rank -> milliseconds of extra work before each call"})
+    iteration_marker: str | None = field(default=None, metadata={
+        "help": "pkg.module:Class.method: each entry starts the rank's next iteration "
+                "(for code that never calls set_iteration)"})
+    wrappers: tuple[str, ...] = field(default=(), metadata={
+        "help": "modules whose functions only forward to collectives (no part of a purpose)"})
     source: str = field(default="<dict>", metadata={"internal": True})
     raw: dict = field(default_factory=dict, compare=False, metadata={"internal": True})
 
@@ -101,7 +107,14 @@ def load_scenario(source, overrides: dict | None = None) -> Scenario:
 def resolve(raw: dict, source: str) -> Scenario:
     check_keys(Scenario, raw, source)
     opts = {name: scalar(Scenario, name, raw, source)
-            for name in ("description", "backend", "guard", "seed", "timeout", "expect")}
+            for name in ("description", "backend", "guard", "seed", "timeout", "expect",
+                         "iteration_marker")}
+    opts["wrappers"] = _wrappers(source, raw.get("wrappers", ()))
+    if opts["iteration_marker"] is not None:
+        try:
+            resolve_marker(opts["iteration_marker"])
+        except ValueError as exc:
+            raise ScenarioError(f"{source}: iteration_marker: {exc}") from None
     opts["name"] = scalar(Scenario, "name", raw, source) or os.path.basename(source)
     if opts["timeout"] <= 0:
         raise err(source, "timeout", opts["timeout"], "must be > 0 seconds")
@@ -126,6 +139,13 @@ def resolve(raw: dict, source: str) -> Scenario:
         faults=_faults(source, raw.get("faults") or {}, _request_count(workload)),
         delays=_delays(source, raw.get("delays") or {}, deployment.world_size),
         source=source, raw=raw, **opts)
+
+
+def _wrappers(source: str, value) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or not all(
+            isinstance(w, str) for w in value):
+        raise err(source, "wrappers", value, "must be a list of module names")
+    return tuple(value)
 
 
 def _model_keys(source: str, raw: dict) -> dict:
