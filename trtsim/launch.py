@@ -7,7 +7,7 @@ the virtual clock, taken from the performance model's measured host-gather cost.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Callable
 
 from .comm.guard.lockstep import summarize
 from .comm.launcher import LaunchConfig, run_ranks

@@ -30,9 +30,9 @@ from .reduce_op import ReduceOp, op_name
 class Transport(Protocol):
     """What a backend provides to one rank's Distributed (and ``clock``, its RankClock)."""
 
-    def collective(self, rec: CallRecord, payload: Any) -> Any: ...
-    def send(self, rec: CallRecord, payload: Any, blocking: bool) -> Any: ...
-    def recv(self, rec: CallRecord, buffer: Any, blocking: bool) -> Any: ...
+    def collective(self, rec: CallRecord, payload: Any, run=None) -> Any: ...
+    def send(self, rec: CallRecord, payload: Any, blocking: bool, run=None) -> Any: ...
+    def recv(self, rec: CallRecord, buffer: Any, blocking: bool, run=None) -> Any: ...
     def set_iteration(self, iteration: int) -> None: ...
     def delay(self, seconds: float) -> None: ...
 
@@ -220,7 +220,11 @@ class Distributed(ArrayCalls):
         return self._groups[kind]
 
     def _collective(self, kind: str, op: str, payload, label, root=None, reduce_op=None,
-                    group: tuple[int, ...] | None = None):
+                    group: tuple[int, ...] | None = None, comm: str = "", api: str = "",
+                    run=None):
+        """Record and guard one collective. ``group``/``comm``/``api`` name an intercepted
+        communicator; ``run`` executes the real call where a backend runs real collectives
+        (the inproc backend computes the result itself)."""
         group = group or self._groups[kind]
         if root is not None and not (isinstance(root, int) and 0 <= root < len(group)):
             raise ValueError(f"{kind}_{op}: root={root!r} is not an index of the {kind} "
@@ -234,12 +238,17 @@ class Distributed(ArrayCalls):
                          "none" if op == "barrier" else signature_of(payload),
                          self.place.global_rank, self.mapping.rank, self.place.instance, kind,
                          group, root, reduce_op, clock=self._transport.clock.now,
-                         purpose=origin.purpose)
-        self.census[(self._iteration, kind, label or op)] += 1
-        return self._transport.collective(rec, payload)
+                         purpose=origin.purpose, comm=comm, api=api)
+        self.census[(self._iteration, kind, label or api or op)] += 1
+        if run is None:
+            return self._transport.collective(rec, payload)
+        return self._transport.collective(rec, payload, run)
 
-    def _p2p(self, op: str, payload, peer, tag: int, label, blocking: bool = True):
-        other = self.place.peer_global(peer)
+    def _p2p(self, op: str, payload, peer, tag: int, label, blocking: bool = True,
+             global_peer: bool = False, api: str = "", run=None):
+        """Record and guard one point-to-point call; ``global_peer``: ``peer`` is a global rank
+        of the launch (torch's and MPI's spelling) rather than a rank of this instance."""
+        other = peer if global_peer else self.place.peer_global(peer)
         me = self.place.global_rank
         if self.place.delay:
             self._transport.delay(self.place.delay)
@@ -253,8 +262,9 @@ class Distributed(ArrayCalls):
         rec = CallRecord(op, self._seq[channel], label, self._iteration, origin.callsite,
                          signature, me, self.mapping.rank, self.place.instance, "p2p",
                          channel[1], peer=other, tag=tag, clock=self._transport.clock.now,
-                         purpose=origin.purpose)
-        self.census[(self._iteration, "p2p", label or op)] += 1
+                         purpose=origin.purpose, api=api)
+        self.census[(self._iteration, "p2p", label or api or op)] += 1
+        extra = () if run is None else (run,)
         if sending:
-            return self._transport.send(rec, payload, blocking)
-        return self._transport.recv(rec, payload, blocking)
+            return self._transport.send(rec, payload, blocking, *extra)
+        return self._transport.recv(rec, payload, blocking, *extra)

@@ -38,19 +38,34 @@ class CallRecord:
     tag: int | None = None           # p2p tag
     clock: float = 0.0               # the rank's virtual clock when it entered (seconds)
     purpose: str = ""                # the call stack at function granularity (comm.origin)
+    comm: str = ""                   # the communicator, when not trtsim's own for the kind
+    api: str = ""                    # the intercepted API call (``torch.all_reduce``, ...)
 
     @property
     def is_p2p(self) -> bool:
         return self.group_kind == "p2p"
 
     @property
-    def group_key(self) -> tuple[str, tuple[int, ...]]:
-        return (self.group_kind, self.group_ranks)
+    def group_key(self) -> tuple[str, tuple[int, ...], str]:
+        """What identifies the communicator: two communicators over the same ranks (a
+        ``Dup``, a second ``new_group``) order their calls independently."""
+        return (self.group_kind, self.group_ranks, self.comm)
 
     @property
     def call_name(self) -> str:
-        """``pp_allgather``: the Distributed method a person would have called."""
+        """``pp_allgather``: the Distributed method a person would have called, or the
+        intercepted API's own name with its communicator (``torch.all_reduce on tp``)."""
+        if self.api:
+            where = "" if self.is_p2p else f" on {self.comm_name}"
+            return f"{self.api}{where}"
         return self.op if self.is_p2p or self.group_kind == "world" else f"{self.group_kind}_{self.op}"
+
+    @property
+    def comm_name(self) -> str:
+        """The communicator as a report names it: its kind (``tp``), or its ranks when its rank
+        set is no group of the layout, with the communicator's id."""
+        kind = self.group_kind if self.group_kind != "group" else f"group {list(self.group_ranks)}"
+        return f"{kind} ({self.comm})" if self.comm else kind
 
     def short(self) -> str:
         """``pp_allgather #3 'gen_consensus' iter 2`` -- the call as a person names it."""

@@ -79,9 +79,41 @@ def allreduce(payloads: list[Any], op: str) -> list[Any]:
     return [result for _ in payloads]
 
 
+def reduce_to(payloads: list[Any], root: int, op: str) -> list[Any]:
+    """The reduction on the root, None elsewhere (torch's ``reduce``, MPI's ``reduce``)."""
+    result = allreduce(payloads, op)[0]
+    return [result if i == root else None for i in range(len(payloads))]
+
+
+def scatter(payloads: list[Any], root: int) -> list[Any]:
+    """Member i gets item i of the root's sequence."""
+    items = [freeze(x) for x in payloads[root]]
+    if len(items) != len(payloads):
+        raise ValueError(f"scatter: the root gave {len(items)} items for {len(payloads)} members")
+    return [thaw(b) for b in items]
+
+
+def alltoall(payloads: list[Any]) -> list[Any]:
+    """Member i gets item i of every member's sequence, in member order."""
+    n = len(payloads)
+    if any(len(p) != n for p in payloads):
+        raise ValueError(f"alltoall: every member must give {n} items")
+    frozen = [[freeze(x) for x in p] for p in payloads]
+    return [[thaw(frozen[j][i]) for j in range(n)] for i in range(n)]
+
+
+def reduce_scatter(payloads: list[Any], op: str) -> list[Any]:
+    """Member i gets the reduction of item i of every member's sequence."""
+    n = len(payloads)
+    if any(len(p) != n for p in payloads):
+        raise ValueError(f"reduce_scatter: every member must give {n} items")
+    return [allreduce([p[i] for p in payloads], op)[0] for i in range(n)]
+
+
 def execute(op: str, payloads: list[Any], root: int | None, reduce_op: str | None) -> list[Any]:
-    """The per-member results of one collective (members in group order)."""
-    if op == "allgather":
+    """The per-member results of one collective (members in group order). ``split`` is a
+    communicator split: an all-gather of every member's (color, key)."""
+    if op in ("allgather", "split"):
         return allgather(payloads)
     if op == "broadcast":
         return broadcast(payloads, root or 0)
@@ -89,6 +121,14 @@ def execute(op: str, payloads: list[Any], root: int | None, reduce_op: str | Non
         return gather(payloads, root or 0)
     if op == "allreduce":
         return allreduce(payloads, reduce_op or "sum")
+    if op == "reduce":
+        return reduce_to(payloads, root or 0, reduce_op or "sum")
+    if op == "scatter":
+        return scatter(payloads, root or 0)
+    if op == "alltoall":
+        return alltoall(payloads)
+    if op == "reduce_scatter":
+        return reduce_scatter(payloads, reduce_op or "sum")
     if op == "barrier":
         return [None for _ in payloads]
     raise ValueError(f"unknown collective op {op!r}")

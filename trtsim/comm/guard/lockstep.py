@@ -79,7 +79,7 @@ class LockstepTracker:
     def __init__(self, groups: dict[tuple[str, str], list[tuple[int, ...]]]):
         # (instance, kind) -> every group of that kind; kinds with one group are never compared
         self._groups = {k: sorted(v) for k, v in groups.items() if len(v) > 1}
-        self._kind_of = {(k[1], g): k for k, gs in self._groups.items() for g in gs}
+        self._kind_of = {(k[1], g, ""): k for k, gs in self._groups.items() for g in gs}
         self._member_of: dict[int, list[tuple[tuple[str, str], tuple[int, ...]]]] = {}
         for key, gs in self._groups.items():
             for g in gs:

@@ -20,16 +20,18 @@ class InprocTransport:
         self.clock = clock
         self._on_iteration = on_iteration
 
-    def collective(self, rec: CallRecord, payload: Any) -> Any:
+    # ``run`` (the real call of an intercepted API) is not needed here: every rank is in this
+    # process, so the rendezvous and the mailbox compute the results themselves.
+    def collective(self, rec: CallRecord, payload: Any, run=None) -> Any:
         if self.kernel.aborted:           # the hot path: Kernel.check inlined
             raise Unwind()
         return self.rendezvous.post(self.rank, rec, payload)
 
-    def send(self, rec: CallRecord, payload: Any, blocking: bool):
+    def send(self, rec: CallRecord, payload: Any, blocking: bool, run=None):
         self.kernel.check()
         return self.mailbox.send(self.rank, rec, payload, blocking)
 
-    def recv(self, rec: CallRecord, buffer: Any, blocking: bool = True) -> Any:
+    def recv(self, rec: CallRecord, buffer: Any, blocking: bool = True, run=None) -> Any:
         self.kernel.check()
         return self.mailbox.recv(self.rank, rec, buffer, blocking)
 

@@ -1,9 +1,11 @@
 """The shared-memory call ledger of the process backend.
 
 The launcher owns one shared-memory block; each rank writes only its own row: its status, a
-version counter bumped on every change, its executor iteration, and for each of its group
-kinds the sequence, match hash and pickled record of the last call it entered (plus one slot
-for its current p2p call and its pending sends). Ranks read their peers' rows to compare
+version counter bumped on every change, its executor iteration, and for each communicator it
+uses a slot with the sequence, match hash and pickled record of the last call it entered
+there (plus one slot for its current p2p call, and its pending sends). A slot directory maps
+a communicator's key (its kind and id, hashed) to the slot: a rank claims a free slot the
+first time it calls on a communicator, and a peer looks the key up in the rank's row. Ranks read their peers' rows to compare
 records before a real collective; the launcher's monitor reads every row to build the
 wait-for graph. No extra collective is ever issued.
 
@@ -22,13 +24,13 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from ...layout.parallel import GROUP_KINDS
 from ..guard.rules import match_key
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 from ..records import CallRecord
 
-KIND_INDEX = {k: i for i, k in enumerate(GROUP_KINDS)}
-P2P_SLOT = len(GROUP_KINDS)
+MAX_SLOTS = 16            # communicators one rank may use (trtsim's own kinds take five)
+P2P_SLOT = 0              # slot 0 holds the current p2p call
+_P2P_KEY = 1
 STATUS_CODES = {RUNNING: 0, BLOCKED: 1, DONE: 2, FAILED: 3, "starting": 4}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
 SLOT_BYTES = 2048
@@ -43,6 +45,13 @@ def match_hash(rec: CallRecord) -> bytes:
     """16 bytes that two records share exactly when the guard finds no difference: a digest
     of the guard's own ``match_key``."""
     return hashlib.blake2b(repr(match_key(rec)).encode(), digest_size=16).digest()
+
+
+def comm_key(rec: CallRecord) -> int:
+    """A nonzero int64 naming ``rec``'s communicator for the rank that made it (a rank is in
+    one group of each of trtsim's kinds; an intercepted communicator has its own id)."""
+    digest = hashlib.blake2b(f"{rec.group_kind}|{rec.comm}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True) or 2
 
 
 def _encode(rec: CallRecord) -> bytes:
@@ -60,7 +69,9 @@ class Ledger:
                  wakeups: list | None = None):
         self.shm, self.num_ranks, self.owner = shm, num_ranks, owner
         self.wakeups = wakeups   # one semaphore per rank: "a peer posted, look again"
-        n, k = num_ranks, len(GROUP_KINDS)
+        self._slots: dict[int, int] = {}     # this rank's communicator key -> slot
+        self._keys: dict[tuple, tuple] = {}  # reader's cache: (rank, slot) -> (seq, group key)
+        n, k = num_ranks, MAX_SLOTS - 1
         buf, off = shm.buf, 0
 
         def take(dtype, shape):
@@ -72,6 +83,7 @@ class Ledger:
 
         self.header = take(np.int64, (4,))                 # [abort, ...]
         self.state = take(np.int64, (n, STATE_COLS))
+        self.slot_key = take(np.int64, (n, k + 1))      # the slot directory (0: free)
         self.seq = take(np.int64, (n, k + 1))
         self.hash = take(np.uint8, (n, k + 1, 16))
         self.reclen = take(np.int64, (n, k + 1))
@@ -83,8 +95,9 @@ class Ledger:
 
     @staticmethod
     def size(num_ranks: int) -> int:
-        k = len(GROUP_KINDS) + 1
-        per = [4 * 8, num_ranks * STATE_COLS * 8, num_ranks * k * 8, num_ranks * k * 16,
+        k = MAX_SLOTS
+        per = [4 * 8, num_ranks * STATE_COLS * 8, num_ranks * k * 8, num_ranks * k * 8,
+               num_ranks * k * 16,
                num_ranks * k * 8, num_ranks * k * SLOT_BYTES, num_ranks * MAX_PENDING * 16,
                num_ranks * k * CLOCK_HISTORY * 8]
         return sum((p + 63) // 64 * 64 for p in per)
@@ -109,7 +122,8 @@ class Ledger:
         return self.shm.name
 
     def close(self) -> None:
-        for attr in ("header", "state", "seq", "hash", "reclen", "rec", "pending", "clocks"):
+        for attr in ("header", "state", "slot_key", "seq", "hash", "reclen", "rec", "pending",
+                     "clocks"):
             setattr(self, attr, None)
         self.shm.close()
         if self.owner:
@@ -137,9 +151,29 @@ class Ledger:
         self.state[r, ITERATION] = iteration
         self._bump(r)
 
+    def _own_slot(self, r: int, rec: CallRecord) -> int:
+        """Rank r's slot for ``rec``'s communicator, claimed on first use (its own row)."""
+        if rec.is_p2p:
+            self.slot_key[r, P2P_SLOT] = _P2P_KEY
+            return P2P_SLOT
+        key = comm_key(rec)
+        slot = self._slots.get(key)
+        if slot is None:
+            free = np.flatnonzero(self.slot_key[r, 1:] == 0)
+            if not free.size:
+                raise RuntimeError(f"rank {r} uses more than {MAX_SLOTS - 1} communicators")
+            slot = self._slots[key] = int(free[0]) + 1
+            self.slot_key[r, slot] = key      # before the slot's data: readers find it first
+        return slot
+
+    def slot_of(self, r: int, rec: CallRecord) -> int | None:
+        """Rank r's slot for ``rec``'s communicator, or None when r never called on it."""
+        found = np.flatnonzero(self.slot_key[r] == comm_key(rec))
+        return int(found[0]) if found.size else None
+
     def post(self, r: int, rec: CallRecord) -> None:
         """Rank ``r`` enters ``rec``: publish it and mark the rank blocked in it."""
-        slot = P2P_SLOT if rec.is_p2p else KIND_INDEX[rec.group_kind]
+        slot = self._own_slot(r, rec)
         data = _encode(rec)
         self.rec[r, slot, :len(data)] = np.frombuffer(data, dtype=np.uint8)
         self.reclen[r, slot] = len(data)
@@ -168,22 +202,26 @@ class Ledger:
         self.wakeups[r].acquire(timeout=timeout)
 
     # -- readers -------------------------------------------------------------------------
-    def read_seq_hash(self, r: int, kind: str) -> tuple[int, bytes]:
-        """(sequence, hash) of rank r's last call on ``kind``, read consistently."""
-        k = KIND_INDEX[kind]
+    def read_seq_hash(self, r: int, rec: CallRecord) -> tuple[int, bytes]:
+        """(sequence, hash) of rank r's last call on ``rec``'s communicator, read
+        consistently; (0, b"") when it never called there."""
+        k = self.slot_of(r, rec)
+        if k is None:
+            return 0, b""
         while True:
             s1 = int(self.seq[r, k])
             h = self.hash[r, k].tobytes()
             if int(self.seq[r, k]) == s1:
                 return s1, h
 
-    def arrival(self, r: int, kind: str, seq: int) -> float:
-        """Rank r's virtual clock when it entered call ``seq`` on group ``kind``."""
-        return float(self.clocks[r, KIND_INDEX[kind], seq % CLOCK_HISTORY])
+    def arrival(self, r: int, rec: CallRecord) -> float:
+        """Rank r's virtual clock when it entered call ``rec.seq`` on ``rec``'s communicator."""
+        return float(self.clocks[r, self.slot_of(r, rec), rec.seq % CLOCK_HISTORY])
 
-    def read_call(self, r: int, kind: str) -> CallRecord | None:
-        """Rank r's last record on group ``kind``."""
-        return self.read_record(r, KIND_INDEX[kind])
+    def read_call(self, r: int, rec: CallRecord) -> CallRecord | None:
+        """Rank r's last record on ``rec``'s communicator."""
+        k = self.slot_of(r, rec)
+        return None if k is None else self.read_record(r, k)
 
     def read_record(self, r: int, slot: int) -> CallRecord | None:
         n = int(self.reclen[r, slot])
@@ -193,6 +231,21 @@ class Ledger:
             return pickle.loads(self.rec[r, slot, :n].tobytes())
         except Exception:  # noqa: BLE001 - a torn read while the rank rewrites the slot
             return None
+
+    def _posted(self, r: int) -> dict[tuple, int]:
+        """Rank r's last sequence on each communicator it used, by group key (the key is
+        read from the slot's record once per sequence)."""
+        out = {}
+        for slot in np.flatnonzero(self.slot_key[r, 1:]) + 1:
+            seq = int(self.seq[r, slot])
+            cached = self._keys.get((r, slot))
+            if cached is None or cached[0] != seq:
+                rec = self.read_record(r, int(slot))
+                if rec is None or rec.seq != seq:
+                    continue                  # mid-write: this slot moves on anyway
+                cached = self._keys[(r, slot)] = (seq, rec.group_key)
+            out[cached[1]] = seq
+        return out
 
     @property
     def aborted(self) -> bool:
@@ -216,8 +269,7 @@ class Ledger:
                 call = self.read_record(r, int(self.state[r, BLOCKED_SLOT]))
                 if call is None:
                     status = RUNNING   # mid-write: treat as able to proceed
-            posted = {(kind, ranks): int(self.seq[r, KIND_INDEX[kind]])
-                      for kind, ranks in places[r].groups().items()}
+            posted = self._posted(r)
             npend = int(self.state[r, NUM_PENDING])
             pending = tuple((int(d), int(t)) for d, t in self.pending[r, :npend])
             out[r] = RankState(r, status, call, posted, pending, int(self.state[r, ITERATION]),

@@ -116,8 +116,7 @@ class TorchTransport:
     def _complete_clock(self, rec: CallRecord, payload: Any) -> None:
         """Leave the collective at the latest member's arrival (read from the ledger, where
         every member wrote its clock when it entered) plus the collective's cost."""
-        arrivals = {m: (rec.clock if m == self.rank else self.ledger.arrival(m, rec.group_kind,
-                                                                           rec.seq))
+        arrivals = {m: rec.clock if m == self.rank else self.ledger.arrival(m, rec)
                     for m in rec.group_ranks}
         cost = self.clock_model.collective_cost(rec.op, len(arrivals), rec.signature,
                                                 nbytes(payload))
@@ -162,7 +161,7 @@ class TorchTransport:
         while waiting:
             still = []
             for m in waiting:
-                seq, h = self.ledger.read_seq_hash(m, rec.group_kind)
+                seq, h = self.ledger.read_seq_hash(m, rec)
                 if seq < rec.seq:
                     still.append(m)
                 elif seq == rec.seq and h != mine:
@@ -179,7 +178,7 @@ class TorchTransport:
         records = {self.rank: rec}
         for m in rec.group_ranks:
             if m != self.rank:
-                other = self.ledger.read_call(m, rec.group_kind)
+                other = self.ledger.read_call(m, rec)
                 if other is not None and other.seq == rec.seq:
                     records[m] = other
         err = check_group_call(records)

@@ -23,7 +23,6 @@ import numpy as np
 import torch
 import torch.distributed as tdist
 
-from ...layout.parallel import GROUP_KINDS
 from ..distributed import Distributed
 from ..errors import CollectiveError
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
@@ -32,7 +31,7 @@ from .. import markers
 from ..current import bind
 from ..origin import OriginFinder, call_rank_program
 from ..records import CallRecord
-from .ledger import STATUS_CODES, STATUS_NAMES, match_hash
+from .ledger import STATUS_CODES, STATUS_NAMES, comm_key, match_hash
 from .monitor import DeadlockMonitor
 from .torchdist import SAFE_ENV, Aborted, Reported, TorchTransport, build_groups
 
@@ -49,13 +48,15 @@ class StoreLedger:
     def __init__(self, store, rank: int, num_ranks: int, prefix: str = "trtsim"):
         self.store, self.rank, self.num_ranks, self.prefix = store, rank, num_ranks, prefix
         self._state = [STATUS_CODES[RUNNING], 0, 0, ()]   # status, version, iteration, pending
-        empty = pickle.dumps((0, b"", None))
-        for kind in GROUP_KINDS:
-            store.set(self._slot_key(rank, kind), empty)
+        self._comms: list[int] = []                        # this rank's communicators, in use
+        store.set(self._comms_key(rank), pickle.dumps([]))
         self._publish()
 
-    def _slot_key(self, r: int, kind: str) -> str:
-        return f"{self.prefix}/slot/{r}/{kind}"
+    def _slot_key(self, r: int, key: int) -> str:
+        return f"{self.prefix}/slot/{r}/{key}"
+
+    def _comms_key(self, r: int) -> str:
+        return f"{self.prefix}/comms/{r}"
 
     def _state_key(self, r: int) -> str:
         return f"{self.prefix}/state/{r}"
@@ -67,10 +68,12 @@ class StoreLedger:
     # -- rank side -----------------------------------------------------------------------
     def post(self, r: int, rec: CallRecord) -> None:
         if not rec.is_p2p:
-            self.store.set(f"{self.prefix}/clk/{r}/{rec.group_kind}/{rec.seq % 64}",
-                           repr(rec.clock))
-            self.store.set(self._slot_key(r, rec.group_kind),
-                           pickle.dumps((rec.seq, match_hash(rec), rec)))
+            key = comm_key(rec)
+            self.store.set(f"{self.prefix}/clk/{r}/{key}/{rec.seq % 64}", repr(rec.clock))
+            self.store.set(self._slot_key(r, key), pickle.dumps((rec.seq, match_hash(rec), rec)))
+            if key not in self._comms:
+                self._comms.append(key)
+                self.store.set(self._comms_key(r), pickle.dumps(self._comms))
         self.store.set(f"{self.prefix}/call/{r}", pickle.dumps(rec))
         self._state[0] = STATUS_CODES[BLOCKED]
         self._publish()
@@ -97,18 +100,21 @@ class StoreLedger:
         time.sleep(min(timeout, 5e-4))
 
     # -- readers -------------------------------------------------------------------------
-    def _slot(self, r: int, kind: str) -> tuple:
-        return pickle.loads(self.store.get(self._slot_key(r, kind)))
+    def _slot(self, r: int, key: int) -> tuple:
+        name = self._slot_key(r, key)
+        if not self.store.check([name]):          # never called there: get() would wait
+            return 0, b"", None
+        return pickle.loads(self.store.get(name))
 
-    def read_seq_hash(self, r: int, kind: str) -> tuple[int, bytes]:
-        seq, h, _ = self._slot(r, kind)
+    def read_seq_hash(self, r: int, rec: CallRecord) -> tuple[int, bytes]:
+        seq, h, _ = self._slot(r, comm_key(rec))
         return seq, h
 
-    def read_call(self, r: int, kind: str) -> CallRecord | None:
-        return self._slot(r, kind)[2]
+    def read_call(self, r: int, rec: CallRecord) -> CallRecord | None:
+        return self._slot(r, comm_key(rec))[2]
 
-    def arrival(self, r: int, kind: str, seq: int) -> float:
-        return float(self.store.get(f"{self.prefix}/clk/{r}/{kind}/{seq % 64}"))
+    def arrival(self, r: int, rec: CallRecord) -> float:
+        return float(self.store.get(f"{self.prefix}/clk/{r}/{comm_key(rec)}/{rec.seq % 64}"))
 
     @property
     def aborted(self) -> bool:
@@ -132,7 +138,11 @@ class StoreLedger:
             call = None
             if status == BLOCKED:
                 call = pickle.loads(self.store.get(f"{self.prefix}/call/{r}"))
-            posted = {(k, ranks): self._slot(r, k)[0] for k, ranks in places[r].groups().items()}
+            posted = {}
+            for key in pickle.loads(self.store.get(self._comms_key(r))):
+                seq, _, last = self._slot(r, key)
+                if last is not None:
+                    posted[last.group_key] = seq
             out[r] = RankState(r, status, call, posted, tuple(pending), iteration,
                                places[r].name)
         return out
