@@ -35,6 +35,27 @@ class LaunchResults(list):
         self.notes = notes
 
 
+class WithoutDist:
+    """A program that takes no ``dist`` (it finds its rank through the intercepted APIs)."""
+
+    def __init__(self, program: Callable):
+        self.program = program
+
+    def __call__(self, dist, *args):
+        return self.program(*args)
+
+
+def _takes_no_dist(prog: Callable, args: tuple) -> bool:
+    import inspect
+    try:
+        params = inspect.signature(prog).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+    return not varargs and len(positional) == len(args)
+
+
 def instances_of(deployment: "str | Deployment | None", tp: int, pp: int, cp: int,
                  attention_dp: bool) -> list[InstanceLayout]:
     """The instances a launch runs: the deployment's ctx then gen, or one unnamed instance."""
@@ -53,7 +74,8 @@ def instances_of(deployment: "str | Deployment | None", tp: int, pp: int, cp: in
 def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: bool = False,
            backend: str = "inproc", args: tuple = (), timeout: float = 60.0,
            guard: str = "strict", seed: int = 0, *, deployment: "str | Deployment | None" = None,
-           iteration_marker: str | None = None, wrappers: tuple[str, ...] = ()) -> LaunchResults:
+           iteration_marker: str | None = None, wrappers: tuple[str, ...] = (),
+           intercept: tuple[str, ...] = ()) -> LaunchResults:
     """Run ``prog(dist, *args)`` on every rank of a tp x pp x cp instance, or of both
     instances of a ``deployment`` (a topology id or a Deployment: ctx ranks first, then gen;
     ``dist.role`` says which, ``trtsim.Peer`` reaches the other instance).
@@ -62,12 +84,18 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     starts the rank's next iteration (for code that never calls ``set_iteration``).
     ``wrappers``: modules whose functions only forward to collectives (their frames are no
     part of a call's purpose); ``@trtsim.collective_wrapper`` declares one function.
+    ``intercept=("torch", "mpi")``: unmodified code in the ranks that calls torch.distributed
+    or mpi4py's MPI is guarded like Distributed calls; a ``prog`` that takes no argument is
+    then called as ``prog(*args)``, as a torchrun script's main would be.
 
     Returns ``results`` with ``results[r]`` global rank r's return value, or raises the report:
     CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout.
     """
     config = LaunchConfig(backend, guard, seed, timeout, clock_model=default_clock_model(),
-                          iteration_marker=iteration_marker, wrappers=wrappers)
+                          iteration_marker=iteration_marker, wrappers=wrappers,
+                          intercept=intercept)
+    if config.intercept and _takes_no_dist(prog, args):
+        prog = WithoutDist(prog)
     outcome = run_ranks(instances_of(deployment, tp, pp, cp, attention_dp), prog, args, config)
     if outcome.error is not None:
         raise outcome.error

@@ -56,6 +56,7 @@ class Distributed(ArrayCalls):
         self._seq: Counter = Counter()
         self._groups = place.groups()
         self.census: Counter = Counter()   # (iteration, group kind, label or op) -> calls
+        self._rank_api = None              # intercept.comms.RankAPI, made on first use
 
     # -- identity (TensorRT-LLM's properties) --------------------------------------------
     rank = property(lambda self: self.mapping.rank)

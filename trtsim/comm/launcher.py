@@ -8,6 +8,7 @@ from typing import Callable
 from ..layout.places import InstanceLayout, group_table, rank_places
 from ..timeline.clock import ClockModel
 from .guard.policy import GuardPolicy
+from .intercept import check_names as check_intercept
 from .markers import resolve as resolve_marker
 from .outcome import LaunchOutcome
 
@@ -27,6 +28,7 @@ class LaunchConfig:
     clock_model: ClockModel | None = None           # what calls cost in virtual time
     iteration_marker: str | None = None             # "pkg.module:Class.method" (comm.markers)
     wrappers: tuple[str, ...] = ()                  # modules whose frames are no purpose
+    intercept: tuple[str, ...] = ()                 # "torch", "mpi": APIs guarded in the ranks
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -42,6 +44,7 @@ class LaunchConfig:
                 or not all(isinstance(w, str) for w in self.wrappers):
             raise ValueError(f"wrappers={self.wrappers!r} must be a tuple of module names")
         object.__setattr__(self, "wrappers", tuple(self.wrappers))
+        object.__setattr__(self, "intercept", check_intercept(self.intercept))
         for rank, seconds in self.delays:
             if not isinstance(rank, int) or rank < 0 or not seconds >= 0:
                 raise ValueError(f"delays: {rank!r}: {seconds!r} must map a rank >= 0 to "

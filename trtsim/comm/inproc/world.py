@@ -17,7 +17,7 @@ from ..distributed import Distributed
 from ..errors import RankFailed
 from ..guard.lockstep import LockstepTracker
 from ..guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, timeout_error
-from .. import markers
+from .. import intercept, markers
 from ..current import bind
 from ..origin import OriginFinder, call_rank_program, program_traceback
 from ..outcome import LaunchOutcome
@@ -85,6 +85,7 @@ class InprocWorld:
 
         def rank_main(r: int) -> None:
             bind(dists[r])                   # this greenlet's own context
+            interception.attach(dists[r])
             try:
                 results[r] = call_rank_program(program, dists[r], args)
             except Unwind:
@@ -99,7 +100,8 @@ class InprocWorld:
             kernel.finish(r)
             self._on_iteration(r, None)
 
-        with Watchdog(self.config.timeout), markers.installed(self.config.iteration_marker):
+        with Watchdog(self.config.timeout), markers.installed(self.config.iteration_marker), \
+                intercept.installed(self.config.intercept) as interception:
             try:
                 kernel.run([lambda r=r: rank_main(r) for r in range(len(dists))],
                            self._check_deadlock, self._check_clock, self._idle)

@@ -216,7 +216,8 @@ class Ledger:
 
     def arrival(self, r: int, rec: CallRecord) -> float:
         """Rank r's virtual clock when it entered call ``rec.seq`` on ``rec``'s communicator."""
-        return float(self.clocks[r, self.slot_of(r, rec), rec.seq % CLOCK_HISTORY])
+        slot = self.slot_of(r, rec)
+        return rec.clock if slot is None else float(self.clocks[r, slot, rec.seq % CLOCK_HISTORY])
 
     def read_call(self, r: int, rec: CallRecord) -> CallRecord | None:
         """Rank r's last record on ``rec``'s communicator."""

@@ -11,13 +11,22 @@ tensors use the second.
 from __future__ import annotations
 
 import pickle
+import types
 from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.distributed as tdist
+import torch.distributed as _torch_dist
 
 from .. import semantics
+
+# The real functions, bound once: inside a rank whose torch.distributed is intercepted, the
+# module's names are trtsim's guarded stand-ins, and trtsim's own traffic must not go
+# through them.
+tdist = types.SimpleNamespace(**{name: getattr(_torch_dist, name) for name in (
+    "ReduceOp", "all_gather", "all_gather_object", "broadcast", "broadcast_object_list",
+    "get_rank", "gather", "gather_object", "all_reduce", "send", "isend", "irecv",
+    "new_group")})
 
 _REDUCE = {"sum": tdist.ReduceOp.SUM, "prod": tdist.ReduceOp.PRODUCT,
            "max": tdist.ReduceOp.MAX, "min": tdist.ReduceOp.MIN, "band": tdist.ReduceOp.BAND,

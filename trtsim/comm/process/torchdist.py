@@ -38,7 +38,7 @@ from ..guard.policy import GuardPolicy
 from ..guard.rules import check_group_call
 from ..guard.waitfor import DONE, FAILED, RUNNING
 from ..records import CallRecord
-from .. import markers
+from .. import intercept, markers
 from ..current import bind
 from ..origin import OriginFinder, call_rank_program, program_traceback
 from ..semantics import nbytes
@@ -59,8 +59,16 @@ class Reported(BaseException):
     """This rank found a mismatch and sent the report; it must not enter the collective."""
 
 
+ROOTED = ("broadcast", "gather", "scatter", "reduce")
+
+
 class TorchTransport:
-    """One rank's guarded path to torch.distributed (the Transport of its Distributed)."""
+    """One rank's guarded path to torch.distributed (the Transport of its Distributed).
+
+    ``run`` (an intercepted API's real call) replaces trtsim's own collective or message:
+    the guard's check comes first either way."""
+
+    runs_real_calls = True
 
     def __init__(self, rank: int, ledger: Ledger, groups: dict[str, torch_ops.TorchGroup],
                  policy: GuardPolicy, device: torch.device,
@@ -73,21 +81,32 @@ class TorchTransport:
         self._inflight: list[tuple[int, int, Any]] = []   # (dst, tag, works) of isends
 
     # -- Transport -----------------------------------------------------------------------
-    def collective(self, rec: CallRecord, payload: Any) -> Any:
+    def collective(self, rec: CallRecord, payload: Any, run=None) -> Any:
         self._check_abort()
         self.ledger.post(self.rank, rec)
         if self.policy.compares and len(rec.group_ranks) > 1:
             self.ledger.notify([m for m in rec.group_ranks if m != self.rank])
-            self._check_members(rec, wait=rec.op in ("broadcast", "gather"))
-        group = self.groups[rec.group_kind]
-        result = torch_ops.collective(rec.op, payload, group, rec.root, rec.reduce_op)
+            self._check_members(rec, wait=rec.op in ROOTED)
+        if run is not None:
+            result = run()
+        else:
+            group = self.groups[rec.group_kind]
+            result = torch_ops.collective(rec.op, payload, group, rec.root, rec.reduce_op)
         self.ledger.set_status(self.rank, RUNNING)
-        self._complete_clock(rec, payload)
+        if run is None:       # virtual time prices trtsim's own calls, not intercepted ones
+            self._complete_clock(rec, payload)
         self.log.append(rec)
         return result
 
-    def send(self, rec: CallRecord, payload: Any, blocking: bool):
+    def send(self, rec: CallRecord, payload: Any, blocking: bool, run=None):
         self._check_abort()
+        if run is not None:
+            if blocking:
+                return self._blocked(rec, run)
+            works = run()
+            self._inflight.append((rec.peer, rec.tag, works))
+            self._publish_pending()
+            return _Handle(self, rec, works)
         as_tensor = rec.op.endswith("tensor")
         stage = self._stage_p2p()
         if blocking:
@@ -100,12 +119,21 @@ class TorchTransport:
         self._publish_pending()
         return _Handle(self, rec, works)
 
-    def recv(self, rec: CallRecord, buffer: Any, blocking: bool = True) -> Any:
+    def recv(self, rec: CallRecord, buffer: Any, blocking: bool = True, run=None) -> Any:
         self._check_abort()
         self._publish_pending()
+        if run is not None:
+            return self._blocked(rec, run) if blocking else _RealRecv(self, rec, run())
         pending = torch_ops.PendingRecv(rec.peer, rec.tag, buffer, self._stage_p2p())
         handle = _RecvHandle(self, rec, pending)
         return handle.wait() if blocking else handle
+
+    def _blocked(self, rec: CallRecord, run) -> Any:
+        """Run a real blocking call, visibly blocked in ``rec`` for the monitor."""
+        self.ledger.post(self.rank, rec)
+        value = run()
+        self.ledger.set_status(self.rank, RUNNING)
+        return value
 
     def wait_recv(self, rec: CallRecord, pending) -> Any:
         self.ledger.post(self.rank, rec)
@@ -197,7 +225,7 @@ class _Handle:
     def is_completed(self) -> bool:
         return self._works.is_completed()
 
-    def wait(self) -> None:
+    def wait(self, timeout=None) -> None:
         if not self._works.is_completed():
             self._transport.wait_send(self._rec, self._works)
 
@@ -221,6 +249,21 @@ class _RecvHandle:
             self._clocked = True
             self._transport.clock_received(self._rec, self._pending)
         return value
+
+
+class _RealRecv:
+    """The handle of an intercepted non-blocking receive; ``wait()`` blocks visibly."""
+
+    def __init__(self, transport: TorchTransport, rec: CallRecord, works):
+        self._transport, self._rec, self._works = transport, rec, works
+
+    def is_completed(self) -> bool:
+        return self._works.is_completed()
+
+    def wait(self, timeout=None) -> Any:
+        if self._works.is_completed():
+            return self._works.wait()
+        return self._transport._blocked(self._rec, self._works.wait)
 
 
 def build_groups(group_table: dict, pg_backend: str,
@@ -264,16 +307,19 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         # Group creation may finish at different times; nobody starts (or finishes and
         # leaves) before every communicator is connected.
         tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
-        program = pickle.loads(program_blob)
-        args = pickle.loads(args_blob)
         transport = TorchTransport(rank, ledger, groups, config.policy, device,
                                    lambda err: queue.put(("report", rank, pickle.dumps(err))),
                                    config.clock_model)
         dist = Distributed(places[rank], transport, OriginFinder(config.wrappers))
         bind(dist)
         ledger.set_ready(rank, os.getpid())
-        with markers.installed(config.iteration_marker):
-            result = call_rank_program(program, dist, args)
+        # The stand-ins go in before the program is unpickled: its modules import them.
+        with intercept.installed(config.intercept) as interception:
+            interception.attach(dist)
+            program = pickle.loads(program_blob)
+            args = pickle.loads(args_blob)
+            with markers.installed(config.iteration_marker):
+                result = call_rank_program(program, dist, args)
         try:
             blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the rank's failure

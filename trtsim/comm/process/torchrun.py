@@ -27,7 +27,7 @@ from ..distributed import Distributed
 from ..errors import CollectiveError
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 from ..outcome import LaunchOutcome
-from .. import markers
+from .. import intercept, markers
 from ..current import bind
 from ..origin import OriginFinder, call_rank_program
 from ..records import CallRecord
@@ -180,7 +180,9 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
     bind(dist)
     try:
         try:
-            with markers.installed(config.iteration_marker):
+            with intercept.installed(config.intercept) as interception, \
+                    markers.installed(config.iteration_marker):
+                interception.attach(dist)
                 result = call_rank_program(program, dist, args)
         except (Reported, Aborted):
             ledger.set_status(rank, FAILED)

@@ -1,0 +1,58 @@
+"""Interception: unmodified code that calls torch.distributed or mpi4py runs guarded.
+
+``launch(..., intercept=("torch", "mpi"))`` installs, for the length of the launch (inproc:
+in this process; processes: in every rank before it imports the rank program), guarded
+stand-ins for torch.distributed's functions (``torch_shim``) and a stand-in ``mpi4py.MPI``
+module (``mpi_standin``). Every call is recorded and checked like a Distributed call, on the
+communicator it names (``comms``): a torch process group, an MPI communicator. On the process
+backends the real collective runs underneath, after the guard; on inproc trtsim computes it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from .comms import RankAPI
+
+INTERCEPTABLE = ("torch", "mpi")
+
+
+class Interception:
+    """What a launch intercepts; ``attach`` gives one rank its per-API state."""
+
+    def __init__(self, names: tuple[str, ...], real_torch=None):
+        self.names, self.real_torch = names, real_torch
+
+    def attach(self, dist) -> None:
+        api = dist._rank_api = dist._rank_api or RankAPI(dist)
+        if "torch" in self.names:
+            from .torch_groups import TorchRank
+            api.state["torch"] = TorchRank(api, self.real_torch)
+        if "mpi" in self.names:
+            from .mpi_standin import MPIRank
+            api.state["mpi"] = MPIRank(api)
+
+
+@contextlib.contextmanager
+def installed(names: tuple[str, ...]):
+    """The stand-ins of ``names`` installed inside the block; yields the Interception."""
+    with contextlib.ExitStack() as stack:
+        real = None
+        if "torch" in names:
+            from .torch_shim import installed as torch_installed
+            real = stack.enter_context(torch_installed())
+        if "mpi" in names:
+            from .mpi_standin import installed as mpi_installed
+            stack.enter_context(mpi_installed())
+        yield Interception(tuple(names), real)
+
+
+def check_names(names) -> tuple[str, ...]:
+    """``intercept`` as a tuple of known API names; ValueError naming a bad one."""
+    if isinstance(names, str) or not isinstance(names, (tuple, list)):
+        raise ValueError(f"intercept={names!r} must be a tuple of {', '.join(INTERCEPTABLE)}")
+    for name in names:
+        if name not in INTERCEPTABLE:
+            raise ValueError(f"intercept={tuple(names)!r}: {name!r} is not one of "
+                             f"{', '.join(INTERCEPTABLE)}")
+    return tuple(names)
