@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..layout.places import rank_label
+from ..layout.places import rank_label, ranks_label
 from .records import CallRecord
 
 VERDICTS = ("ok", "mismatch", "deadlock", "failed")
@@ -13,6 +13,13 @@ VERDICTS = ("ok", "mismatch", "deadlock", "failed")
 def rank_name(rec: CallRecord) -> str:
     """The rank that made ``rec``, named as every report names ranks."""
     return rank_label(rec.instance, rec.local_rank if rec.instance else rec.rank, rec.rank)
+
+
+def group_name(kind: str, ranks, rec: CallRecord | None) -> str:
+    """A group of global ranks named like its members (``rec``: any member's record, which
+    says the instance): ``gen pp group [0, 2] (global [8, 10])``."""
+    offset = rec.rank - rec.local_rank if rec is not None and rec.instance else 0
+    return ranks_label(rec.instance if rec else "", ranks, offset, f"{kind or '?'} group")
 
 
 def verdict_of(error: "CollectiveError | None") -> str:
@@ -50,7 +57,8 @@ class CollectiveError(Exception):
     def __str__(self) -> str:
         lines = [f"{type(self).__name__}: {self.summary}"]
         if self.group_ranks:
-            lines.append(f"  group: {self.group_kind or '?'} ranks {list(self.group_ranks)}")
+            member = next((self.calls[r] for r in self.group_ranks if r in self.calls), None)
+            lines.append(f"  group: {group_name(self.group_kind, self.group_ranks, member)}")
         for rank in sorted(self.calls):
             rec = self.calls[rank]
             lines.append(f"  {rank_name(rec)}: {rec.short():<48} at {rec.callsite}")

@@ -7,9 +7,11 @@ one rule for naming a rank in a report).
 """
 
 from .mapping import GROUP_KINDS, Mapping, ParallelLayout, pp_layer_split
-from .places import InstanceLayout, Peer, RankPlace, group_table, rank_label, rank_places
+from .places import (InstanceLayout, Peer, RankPlace, group_table, rank_label, rank_places,
+                     ranks_label)
 from .topology import Deployment, InstanceSpec, format_table, topologies, topology
 
 __all__ = ["GROUP_KINDS", "Mapping", "ParallelLayout", "pp_layer_split", "InstanceLayout",
-           "Peer", "RankPlace", "group_table", "rank_label", "rank_places", "Deployment",
+           "Peer", "RankPlace", "group_table", "rank_label", "rank_places", "ranks_label",
+           "Deployment",
            "InstanceSpec", "format_table", "topologies", "topology"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...layout.places import ranks_label
 from ..errors import CollectiveMismatch
 from ..records import CallRecord
 
@@ -32,11 +33,19 @@ class Divergence:
     label: str | None
     op: str
     iteration: int                     # the first iteration it was seen in
+    offset: int = 0                    # global number of the instance's rank 0
 
     def to_dict(self) -> dict:
         return {"instance": self.instance, "kind": self.group_kind,
                 "group_ranks": list(self.group_ranks), "other_ranks": list(self.other_ranks),
-                "label": self.label, "op": self.op, "iteration": self.iteration}
+                "label": self.label, "op": self.op, "iteration": self.iteration,
+                "offset": self.offset}
+
+    def groups_text(self) -> tuple[str, str]:
+        """The group that entered and the one that did not, named as reports name ranks."""
+        what = f"{self.group_kind} group"
+        return (ranks_label(self.instance, self.group_ranks, self.offset, what),
+                ranks_label(self.instance, self.other_ranks, self.offset, what))
 
 
 def summarize(divergences: list[Divergence]) -> list[dict]:
@@ -143,26 +152,33 @@ class LockstepTracker:
         if pair in self._noted:
             return  # one note per pair of groups and iteration
         self._noted.add(pair)
-        div = Divergence(instance, kind, has.group_ranks, lacks, has.label, has.op, has.iteration)
+        offset = has.rank - has.local_rank if has.instance else 0
+        div = Divergence(instance, kind, has.group_ranks, lacks, has.label, has.op, has.iteration,
+                         offset)
         self.divergences.append(div)
         self._evidence[div] = evidence
 
 
 def divergence_error(div: Divergence, recs: list[CallRecord]) -> CollectiveMismatch:
-    """A lockstep mismatch naming both groups, the call and the iteration."""
-    ranks = tuple(sorted(set(div.group_ranks) | set(div.other_ranks)))
+    """A lockstep mismatch naming both groups, the call and the iteration. The report's
+    group is the one that entered the call (a real group); the other is named beside it."""
+    entered, skipped = div.groups_text()
     name = f"{div.group_kind}_{div.op}"
-    where = f"{div.instance} " if div.instance else ""
-    summary = (f"{where}{div.group_kind} groups {list(div.group_ranks)} and {list(div.other_ranks)} "
-               f"diverge in iteration {div.iteration}: {list(div.group_ranks)} entered {name} "
-               f"{div.label!r} which {list(div.other_ranks)} did not")
-    explanation = (f"ranks {list(div.other_ranks)} skipped {name} {div.label!r} in iteration "
-                   f"{div.iteration} while ranks {list(div.group_ranks)} entered it: legal for "
-                   "each group on its own, but a world-wide lockstep assumption (a barrier, a "
-                   "shared communicator) would hang here")
-    return CollectiveMismatch(summary, group_kind=div.group_kind, group_ranks=ranks,
+    summary = (f"{div.group_kind} groups diverge in iteration {div.iteration}: {entered} "
+               f"entered {name} {div.label!r}, {skipped} did not")
+    # The explanation names the skipping ranks (as README and STICKY_SKIP quote it).
+    offset, what = div.offset, "ranks"
+    skipped_ranks = ranks_label(div.instance, div.other_ranks, offset, what)
+    entered_ranks = ranks_label(div.instance, div.group_ranks, offset, what)
+    explanation = (f"{skipped_ranks} skipped {name} {div.label!r} in iteration "
+                   f"{div.iteration} while {entered_ranks} entered it: legal for each group on its own, but a "
+                   "world-wide lockstep assumption (a barrier, a shared communicator) would "
+                   "hang here")
+    return CollectiveMismatch(summary, group_kind=div.group_kind, group_ranks=div.group_ranks,
                               ranks=div.other_ranks, calls={r.rank: r for r in recs},
-                              explanation=explanation)
+                              explanation=explanation,
+                              details=(f"other group: {skipped}, which did not enter "
+                                       f"{name} {div.label!r}",))
 
 
 def replay_lockstep(groups: dict[tuple[str, str], list[tuple[int, ...]]],
