@@ -69,11 +69,14 @@ def cmd_compare(args) -> int:
     _single_threaded_torch()
     if args.b is None and not (args.set_a or args.set_b):
         raise BadInput("compare: give two scenarios, or one with --set-a/--set-b overrides")
-    sets = (parse_sets(args.set_a, "--set-a"), parse_sets(args.set_b, "--set-b"))
+    from ..scenario.registry import load_any
+    # Both scenarios are read and checked before either runs: bad input fails at once.
+    a = load_any(args.a, parse_sets(args.set_a, "--set-a"))
+    b = load_any(args.b if args.b is not None else args.a, parse_sets(args.set_b, "--set-b"))
     with Progress("compare", total=2) as progress:
-        before = run_any(args.a, sets[0], progress)
+        before = run_any(a, progress=progress)
         progress.update(1, "before done")
-        after = run_any(args.b if args.b is not None else args.a, sets[1], progress)
+        after = run_any(b, progress=progress)
         progress.update(2, "after done")
     result = comparison(before, after)
     print(result.table())
@@ -112,8 +115,9 @@ def cmd_scenarios(args) -> int:
     rows = []
     for name in scenario_names():
         raw, _ = load_raw(scenario_path(name))
-        about = str(raw.get("description", "")).strip().splitlines()
-        rows.append((name, kind_of(raw).name, about[0] if about else ""))
+        about = " ".join(str(raw.get("description", "")).split())
+        first = about.split(". ")[0]
+        rows.append((name, kind_of(raw).name, first if len(first) <= 90 else first[:87] + "..."))
     width = max((len(n) for n, _, _ in rows), default=4)
     for name, kind, about in rows:
         print(f"{name:<{width}}  {kind:<10}  {about}")
