@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import sys
 from typing import Any
 
 from ..layout.places import rank_label, ranks_label
@@ -110,6 +112,8 @@ class RankFailed(CollectiveError):
         self.traceback = traceback
         self.signal = signal
         kw.setdefault("ranks", (rank,) if rank >= 0 else ())
+        if not kw.get("explanation") and "without a result" in summary and _unguarded_main():
+            kw["explanation"] = SPAWN_HINT
         super().__init__(summary, **kw)
 
     def _state(self) -> dict[str, Any]:
@@ -123,6 +127,39 @@ class RankFailed(CollectiveError):
 
     def to_dict(self) -> dict[str, Any]:
         return dict(super().to_dict(), rank=self.rank, traceback=self.traceback, signal=self.signal)
+
+
+SPAWN_HINT = ("the process backends spawn one process per rank, and each re-imports the "
+              "main script: it calls trtsim.launch (or run) at its top level, so every rank "
+              "starts the launch again and dies while starting. Put the call under "
+              "`if __name__ == \"__main__\":`")
+
+
+def launches_at_top_level(source: str) -> bool:
+    """Whether a script calls ``launch``/``run`` in its module body, outside an
+    ``if __name__ == "__main__":`` block (what a spawned rank re-executes)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    for stmt in body:
+        if isinstance(stmt, (ast.If, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue                # under a guard, or only defined
+        for node in ast.walk(stmt):
+            func = node.func if isinstance(node, ast.Call) else None
+            name = getattr(func, "attr", None) or getattr(func, "id", None)
+            if name in ("launch", "run"):
+                return True
+    return False
+
+
+def _unguarded_main() -> bool:
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    try:
+        with open(path) as f:
+            return launches_at_top_level(f.read())
+    except (OSError, TypeError):
+        return False
 
 
 def _rebuild(cls, summary, state):
