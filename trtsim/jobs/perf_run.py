@@ -37,25 +37,27 @@ class PerfResult:
         steps = {"prefill": ("ctx", sum(e[0].startswith("ctx") for e in self.sim.events)),
                  "generation": ("gen", sum(e[0].startswith("gen") for e in self.sim.events))}
         b = self.breakdown
+        split = {}
+        for kind, (role, n) in steps.items():
+            if n:
+                # The generation step pays the same control plane every step (the sum over
+                # n steps / n is exact); a prefill's also grows with its batch: its mean.
+                split[kind] = (b.get(f"{role}_control_plane", 0.0) / n,
+                               b.get(f"{role}_worker_overhead", 0.0) / n)
 
         def parts(server, kind, seconds):
-            role, n = steps.get(kind, (None, 0))
-            if role is None or not n:
+            if kind not in split:
                 return ()
-            # The generation step pays the same control plane every step (the sum over n
-            # steps / n is exact); a prefill's also grows with its batch: the mean is shown.
-            control = b.get(f"{role}_control_plane", 0.0) / n
-            overhead = b.get(f"{role}_worker_overhead", 0.0) / n
-            calls = dict(getattr(self.control, role))
-            out = [("control plane", control, {
-                "host collectives per rank-iteration by group size": calls,
-                "seconds": control, "per step": "exact" if role == "gen" else "mean"})]
+            control, overhead = split[kind]
+            out = [("control plane", control, {})]
             if overhead:
-                out.append(("worker overhead", overhead, {"seconds": overhead}))
+                out.append(("worker overhead", overhead, {}))
             out.append(("forward", max(0.0, seconds - control - overhead), {}))
             return out
 
-        return server_trace(self.sim.events, parts)
+        labels = {role: f"control plane per rank-iteration: {_calls(getattr(self.control, role))}"
+                  for role in ("ctx", "gen")}
+        return server_trace(self.sim.events, parts, lambda server: labels.get(server[:3], ""))
 
     def comparison(self) -> list[tuple[str, float, float, float]]:
         """(metric, predicted, measured, relative error) for every measured metric."""

@@ -12,6 +12,7 @@ overlapping complete events, ``slice_drop_overlapping_complete_event``). The JSO
 wants microseconds, and Perfetto turns a number back into nanoseconds by multiplying by 1000
 and truncating; ``n / 1000`` does not always survive that (1001 ns reads back as 1000), so a
 time is written as ``(n + 0.25) / 1000``: truncated or rounded, it reads back as ``n``.
+No ``displayTimeUnit`` is written: some Perfetto builds read it as the unit of ``ts``.
 Slice names are stable (``pp_allgather 'gen_consensus'``); call number, iteration, peer and
 whom a wait was for are args.
 """
@@ -55,8 +56,11 @@ def split_call(text: str) -> tuple[str, dict]:
 
 def _complete(name: str, cat: str, start_ns: int, end_ns: int, pid: int, tid: int,
               args: dict) -> dict:
-    return {"name": name, "ph": "X", "cat": cat, "ts": us(start_ns),
-            "dur": us(end_ns - start_ns), "pid": pid, "tid": tid, "args": args}
+    event = {"name": name, "ph": "X", "cat": cat, "ts": us(start_ns),
+             "dur": us(end_ns - start_ns), "pid": pid, "tid": tid}
+    if args:
+        event["args"] = args
+    return event
 
 
 def _meta(kind: str, pid: int, tid: int, name: str, sort: int) -> list[dict]:
@@ -98,19 +102,23 @@ def rank_trace(timeline: list[list[tuple]], tracks: list[tuple[str, str]] | None
     for rank, name, args in marks:
         events.append({"name": name, "ph": "i", "s": "t", "cat": "guard", "ts": us(ends[rank]),
                        "pid": pids[tracks[rank][0]], "tid": rank, "args": args})
-    return {"traceEvents": events, "displayTimeUnit": "ms"}
+    return {"traceEvents": events}
 
 
-def server_trace(events: list[tuple], parts=None) -> dict:
+def server_trace(events: list[tuple], parts=None, label=None) -> dict:
     """From (server, start, end, kind) events of the serving simulation: one process per
     server; steps that overlap in time (the simulation may start a server's next batch
     before the last one is done) go to further threads of it, so none is dropped.
     ``parts(server, kind, seconds)`` splits a step into ordered (name, seconds, args)
-    children (its control plane, its forward pass) drawn inside the step's slice."""
+    children (its control plane, its forward pass) drawn inside the step's slice;
+    ``label(server)`` is a line shown with the server's process."""
     pids = {s: i + 1 for i, s in enumerate(sorted({e[0] for e in events}))}
     out = []
     for server, pid in pids.items():
         out += _meta("process", pid, 0, f"server {server}", pid)
+        if label is not None and label(server):
+            out.append({"ph": "M", "name": "process_labels", "pid": pid, "tid": 0,
+                        "args": {"labels": label(server)}})
     lanes: dict[str, list[int]] = {s: [] for s in pids}      # per server: each lane's end
     for server, start, end, kind in sorted(events, key=lambda e: (e[1], e[2])):
         s_ns, e_ns = to_ns(start), to_ns(end)
@@ -129,12 +137,12 @@ def server_trace(events: list[tuple], parts=None) -> dict:
             if child_end > t:
                 out.append(_complete(name, name, t, child_end, pid, lane + 1, args))
             t = child_end
-    return {"traceEvents": out, "displayTimeUnit": "ms"}
+    return {"traceEvents": out}
 
 
 def write_trace(path: str, trace: dict) -> None:
     """Write whole, then rename: a reader never sees half a trace."""
     tmp = f"{path}.tmp"
     with open(tmp, "w") as f:
-        json.dump(trace, f)
+        json.dump(trace, f, separators=(",", ":"))
     os.replace(tmp, path)
