@@ -60,7 +60,8 @@ def imports_of(name: str, is_pkg: bool, path: pathlib.Path):
                 target = node.module or ""
             if target == "trtsim":                         # from trtsim import x: x's wing
                 for alias in node.names:
-                    yield node.lineno, f"trtsim.{alias.name}"
+                    if not alias.name.startswith("__"):    # the face's own __version__
+                        yield node.lineno, f"trtsim.{alias.name}"
             elif target.startswith("trtsim"):
                 yield node.lineno, target
         elif isinstance(node, ast.Import):

@@ -4,12 +4,14 @@ pytest plugin leaves an unrelated project's ``pytest --strict-markers`` run alon
 
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
-import textwrap
 import zipfile
 
 import pytest
+
+from tests import unrelated_project
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 # The clean environment sees only what it installed: no checkout on PYTHONPATH.
@@ -19,9 +21,14 @@ pytestmark = pytest.mark.timeout(900)
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> pathlib.Path:
-    out = tmp_path_factory.mktemp("wheel")
+    # Built from a copy: a build writes build/ and *.egg-info beside the sources, and two
+    # builds of one tree (parallel test workers) would collide there.
+    out, src = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("src") / "trtsim"
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis",
+        ".pytest_cache", ".ipynb_checkpoints"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "--no-build-isolation", "-w", str(out), str(ROOT)], check=True,
+                    "--no-build-isolation", "-w", str(out), str(src)], check=True,
                    capture_output=True, timeout=300)
     (path,) = out.glob("trtsim-*.whl")
     return path
@@ -61,26 +68,12 @@ def test_a_clean_venv_from_the_wheel_runs_a_scenario_and_leaves_other_projects_a
     # An unrelated project in the same environment: its own gpu marker, a typo.
     project = tmp_path / "project"
     project.mkdir()
-    (project / "pytest.ini").write_text("[pytest]\nmarkers =\n    gpu: their own\n")
-    (project / "test_theirs.py").write_text(textwrap.dedent("""
-        import sys
-        import pytest
-
-        @pytest.mark.gpu
-        def test_gpu():
-            assert True
-
-        def test_no_torch_was_imported(request):
-            assert request.config.pluginmanager.has_plugin("trtsim")
-            assert "torch" not in sys.modules
-    """))
+    unrelated_project.write(project)
     pytest_cmd = [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider",
                   "--strict-markers"]
-    theirs = subprocess.run(pytest_cmd, capture_output=True, text=True, cwd=project,
-                            timeout=300, env=CLEAN)
+    theirs = subprocess.run(pytest_cmd + ["test_theirs.py"], capture_output=True, text=True,
+                            cwd=project, timeout=300, env=CLEAN)
     assert theirs.returncode == 0 and "2 passed" in theirs.stdout, theirs.stdout
-    (project / "test_typo.py").write_text("import pytest\n\n@pytest.mark.slwo\ndef test_x():\n"
-                                          "    pass\n")
     typo = subprocess.run(pytest_cmd + ["test_typo.py"], capture_output=True, text=True,
                           cwd=project, timeout=300, env=CLEAN)
     assert typo.returncode != 0 and "'slwo' not found" in typo.stdout

@@ -5,6 +5,8 @@ import textwrap
 
 import trtsim
 
+from tests import unrelated_project
+
 PROG_SKIP = """
 def skipper(dist):
     for it in range(2):
@@ -18,29 +20,7 @@ def test_an_unrelated_project_is_unaffected(pytester):
     # A project of its own, with its own gpu marker, a typo'd marker and a slow test nobody
     # registered: --strict-markers must still catch the typo, nothing may be skipped, and
     # loading the plugin must not import torch.
-    pytester.makeini("""
-        [pytest]
-        markers =
-            gpu: this project's own GPU tests
-    """)
-    pytester.makepyfile(test_theirs="""
-        import sys
-        import pytest
-
-        @pytest.mark.gpu
-        def test_their_gpu_test():
-            assert True
-
-        def test_plugin_is_loaded_and_torch_is_not(request):
-            assert request.config.pluginmanager.has_plugin("trtsim")
-            assert "torch" not in sys.modules
-    """, test_typo="""
-        import pytest
-
-        @pytest.mark.slwo
-        def test_typo():
-            pass
-    """)
+    unrelated_project.write(pytester.path)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--strict-markers",
                                            "test_theirs.py")
     result.assert_outcomes(passed=2)
