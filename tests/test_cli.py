@@ -43,6 +43,8 @@ def test_perf_run_statuses():
     bad_input(cli("run", "incident_sticky_skip", "--backend", "gloo"),
               "incident_sticky_skip.yaml", "backend", "'gloo'", "does not apply")
     bad_input(cli("run", "incident_sticky_skip", "--set", "gen.ep=3"), "gen.ep")
+    bad_input(cli("run", "incident_sticky_skip", "--json", "x.json", "--census-rows"),
+              "--census-rows", "perf scenario")
 
 
 def test_json_and_census(tmp_path):
@@ -54,6 +56,7 @@ def test_json_and_census(tmp_path):
     assert data["error"]["group_kind"] == "pp"
     bad_input(cli("run", "kv_transfer", "--json", str(tmp_path / "no" / "r.json")),
               "--json", "cannot write")
+    bad_input(cli("run", "kv_transfer", "--census-rows"), "--census-rows", "--json")
 
 
 def test_other_subcommands_statuses(tmp_path):
