@@ -88,7 +88,8 @@ def test_a_guard_report_fails_the_test_once(pytester):
         def test_skip(trtsim_launch):
             trtsim_launch(skipper, tp=2)
     """))
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    # -rN: no short summary, which repeats the message in full where CI=true is set.
+    result = pytester.runpytest("-p", "no:cacheprovider", "-rN")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert out.count("CollectiveMismatch: world group [0, 1]: call #1 differs") == 1, out
