@@ -1,9 +1,22 @@
 """Test session settings: tensors here are tiny, and pytest-xdist already runs one worker per
 core, so torch's intra-op thread pool would only oversubscribe the cores (its OpenMP workers
-spin), slowing the inproc backend by an order of magnitude."""
+spin), slowing the inproc backend by an order of magnitude.
 
+This repository's own ``gpu`` marker (setup.cfg registers it with ``slow``) is skipped here
+without a GPU; the installed trtsim plugin only ever skips its own ``trtsim_gpu`` marker."""
+
+import pytest
 import torch
 
 torch.set_num_threads(1)
 
 pytest_plugins = ["pytester"]
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if item.get_closest_marker("gpu"):
+            item.add_marker(skip)

@@ -26,11 +26,11 @@ DISAGG = STATE | {"disagg"}
 EXECUTOR = DISAGG | {"executor"}
 RUNTIME = EXECUTOR | SPEC
 SCENARIO = RUNTIME | PERF | {"scenario"}
-ROOTS = SCENARIO | {"jobs", "launch"}
+ROOTS = SCENARIO | {"jobs", "launching"}
 ALLOWED = {
     "checks": BASE, "layout": LAYOUT, "perf": PERF, "timeline": TIMELINE, "comm": COMM,
     "state": STATE, "kernels": KERNELS, "model": MODEL, "spec": SPEC, "disagg": DISAGG,
-    "executor": EXECUTOR, "scenario": SCENARIO, "launch": ROOTS - {"jobs"}, "jobs": ROOTS,
+    "executor": EXECUTOR, "scenario": SCENARIO, "launching": ROOTS - {"jobs"}, "jobs": ROOTS,
     "app": ROOTS | {"app"},
 }
 
@@ -60,7 +60,8 @@ def imports_of(name: str, is_pkg: bool, path: pathlib.Path):
                 target = node.module or ""
             if target == "trtsim":                         # from trtsim import x: x's wing
                 for alias in node.names:
-                    yield node.lineno, f"trtsim.{alias.name}"
+                    if not alias.name.startswith("__"):    # the face's own __version__
+                        yield node.lineno, f"trtsim.{alias.name}"
             elif target.startswith("trtsim"):
                 yield node.lineno, target
         elif isinstance(node, ast.Import):

@@ -37,7 +37,9 @@ def test_cli_compare_json(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "Before" in out.stdout and "output_throughput" in out.stdout
     data = json.loads(out_json.read_text())
-    assert set(data) == {"before", "after", "delta_pct"}
+    assert set(data) == {"schema", "schema_version", "trtsim_version", "before", "after",
+                         "delta_pct"}
+    assert data["schema"] == "trtsim/compare"
     assert data["delta_pct"]["output_throughput"] > 0
     missing = subprocess.run([sys.executable, "-m", "trtsim", "compare",
                               "scenarios/incident_sticky_skip.yaml"], capture_output=True,

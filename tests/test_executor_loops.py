@@ -62,7 +62,7 @@ def test_pp_stages_flip_apart_on_arrival_and_the_guard_names_the_skipping_stage(
     assert res.verdict == "deadlock" and res.holds
     err = res.error
     assert err.group_kind == "pp" and err.group_ranks == (0, 4)
-    assert "ctx rank 4 left iteration 0 without entering pp_allgather" in err.explanation
+    assert "ctx rank 4 (global 4) left iteration 0 without entering pp_allgather" in err.explanation
     assert "'ctx_consensus'" in err.explanation
 
 

@@ -80,16 +80,3 @@ def test_strategies_drive_a_users_own_test(tid, requests, seed):
     res = run("scenarios/kv_transfer.yaml",
               overrides={"topology": tid, "workload.requests": requests, "seed": seed})
     assert res.verdict == "ok" and res.kv_verified is True
-
-
-def test_plugin_topology_marker_and_explore_fixture(pytester):
-    pytester.makepyfile("""
-        import pytest, trtsim
-
-        @pytest.mark.topologies(["tp1_pp1", "tp2_dp_both"])
-        def test_layouts(topology, trtsim_launch):
-            dep = trtsim.topology(topology)
-            assert trtsim_launch(lambda d: d.rank, tp=dep.ctx.tp_size) == list(range(dep.ctx.tp_size))
-    """)
-    result = pytester.runpytest("-q", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=2)

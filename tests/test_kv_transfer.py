@@ -17,7 +17,7 @@ def transfer(tid, sticky="off", guard="strict", window=None, requests=None, back
     return run("scenarios/kv_transfer.yaml", backend=backend, overrides=overrides)
 
 
-@pytest.mark.topologies("all")
+@pytest.mark.trtsim_topologies("all")
 @pytest.mark.parametrize("window", WINDOWS, ids=list(WINDOWS))
 @pytest.mark.parametrize("sticky", ["off", "conservative", "guarded"])
 def test_every_topology_transfers_bit_exact(topology, window, sticky):
@@ -27,7 +27,7 @@ def test_every_topology_transfers_bit_exact(topology, window, sticky):
     assert res.metrics["completed"] == 3
 
 
-@pytest.mark.topologies("all")
+@pytest.mark.trtsim_topologies("all")
 @pytest.mark.parametrize("window", [None, 24])
 def test_boundary_lengths(topology, window):
     res = transfer(topology, window=window, requests=BOUNDARY)
@@ -35,7 +35,7 @@ def test_boundary_lengths(topology, window):
     assert res.metrics["completed"] == len(BOUNDARY)
 
 
-@pytest.mark.topologies("all")
+@pytest.mark.trtsim_topologies("all")
 def test_unguarded_is_legal_per_group_and_noted_as_divergence(topology):
     res = transfer(topology, "unguarded")
     assert res.verdict == "ok" and res.kv_verified is True
@@ -48,7 +48,7 @@ def test_unguarded_is_legal_per_group_and_noted_as_divergence(topology):
         assert not diverging
 
 
-@pytest.mark.topologies("all")
+@pytest.mark.trtsim_topologies("all")
 def test_unguarded_under_lockstep_fails_exactly_where_the_hang_was(topology):
     res = transfer(topology, "unguarded", guard="lockstep")
     if topology == "tp4_pp2_dp_both":

@@ -7,7 +7,7 @@ import torch
 
 import trtsim
 from trtsim.comm.launcher import LaunchConfig, run_ranks
-from trtsim.launch import default_clock_model
+from trtsim.launching import default_clock_model
 from trtsim.layout import InstanceLayout
 from trtsim.timeline.clock import ClockModel, RankClock, complete_collective, receive_time
 

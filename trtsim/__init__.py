@@ -2,31 +2,36 @@
 plane with real collectives, and check that every member of a group enters the same collective,
 in the same order, for the same purpose."""
 
-from .comm import (CallRecord, CollectiveDeadlock, CollectiveError, CollectiveMismatch,
-                   CollectiveTimeout, Distributed, Peer, RankFailed)
-from .comm.origin import collective_wrapper
-from .comm.reduce_op import ReduceOp
-from .launch import LaunchResults, launch
-from .layout.mapping import Mapping
-from .layout.topology import Deployment, InstanceSpec, topologies, topology
-
 __all__ = ["Mapping", "Deployment", "InstanceSpec", "topologies", "topology", "Distributed",
            "Peer", "CallRecord", "ReduceOp", "launch", "LaunchResults", "collective_wrapper",
            "CollectiveError", "CollectiveMismatch", "CollectiveDeadlock", "CollectiveTimeout",
            "RankFailed", "run", "explore"]
 __version__ = "0.1.0"
 
+# Every public name loads on first use: `import trtsim` (and so the pytest plugin, which every
+# pytest run of the environment loads) costs nothing until a name is touched; the
+# communication names pull in torch, the kernels numba.
+_HOMES = {
+    "Mapping": ".layout.mapping", "Deployment": ".layout.topology",
+    "InstanceSpec": ".layout.topology", "topologies": ".layout.topology",
+    "topology": ".layout.topology", "Peer": ".layout.places", "Distributed": ".comm",
+    "CallRecord": ".comm", "CollectiveError": ".comm", "CollectiveMismatch": ".comm",
+    "CollectiveDeadlock": ".comm", "CollectiveTimeout": ".comm", "RankFailed": ".comm",
+    "ReduceOp": ".comm.reduce_op", "collective_wrapper": ".comm.origin",
+    "launch": ".launching", "LaunchResults": ".launching", "run": ".jobs.run",
+    "explore": ".app.explore",
+}
+_MODULES = {"kernels": ".kernels", "spec": ".spec", "strategies": ".app.strategies"}
+
 
 def __getattr__(name):
-    # Heavy families load on first use: `trtsim.kernels.mtp_sample_and_accept(...)` works after
-    # a plain `import trtsim`, without paying numba's import on every CLI start.
     import importlib
-    if name in ("kernels", "spec"):
-        return importlib.import_module(f".{name}", __name__)
-    if name == "strategies":
-        return importlib.import_module(".app.strategies", __name__)
-    if name == "run":
-        return importlib.import_module(".jobs.run", __name__).run
-    if name == "explore":
-        return importlib.import_module(".app.explore", __name__).explore
+    if name in _HOMES:
+        return getattr(importlib.import_module(_HOMES[name], __name__), name)
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name], __name__)
     raise AttributeError(f"module 'trtsim' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOMES) | set(_MODULES))

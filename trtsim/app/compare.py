@@ -47,6 +47,11 @@ def _numeric(metrics: dict) -> dict:
             and not isinstance(v, bool)}
 
 
+def comparison(before, after) -> Comparison:
+    """Every numeric metric of two finished runs, side by side."""
+    return Comparison(_numeric(before.metrics), _numeric(after.metrics))
+
+
 def compare(a, b=None, set_a: dict | None = None, set_b: dict | None = None,
             progress=None) -> Comparison:
     """Run ``a`` with ``set_a`` and ``b`` (default: ``a`` again) with ``set_b``; compare every
@@ -54,4 +59,4 @@ def compare(a, b=None, set_a: dict | None = None, set_b: dict | None = None,
     from ..jobs.dispatch import run_any
     before = run_any(a, set_a, progress)
     after = run_any(b if b is not None else a, set_b, progress)
-    return Comparison(_numeric(before.metrics), _numeric(after.metrics))
+    return comparison(before, after)

@@ -30,7 +30,7 @@ from .strategies import _by_size, overrides as override_strategy
 
 @dataclass
 class ExploreResult:
-    """What ``explore`` found (DESIGN 2)."""
+    """What ``explore`` found."""
 
     found: bool
     scenario: dict | None               # the shrunk failing overrides (dotted keys)
@@ -42,17 +42,40 @@ class ExploreResult:
     violations_seen: int = 0
     notes: list[str] = field(default_factory=list)
 
+    requested: int = 0
+    first_violation_at: int | None = None    # runs made when the first violation was seen
+
     def summary(self) -> str:
-        head = (f"explored {self.examples_run} variants in {self.wall_s:.1f} s: "
-                f"{'found a violation' if self.found else 'no violation'}")
+        what = f"explored {self.examples_run} variants ({self.requested} requested"
+        if self.found and self.first_violation_at is not None:
+            what += (f"; the first violation at variant {self.first_violation_at}, then "
+                     f"{self.examples_run - self.first_violation_at} runs shrinking it")
+        what += f") in {self.wall_s:.1f} s: "
+        head = what + ("found a violation" if self.found else "no violation")
+        lines = [head] + [f"note: {n}" for n in self.notes]
         if not self.found:
-            return head
-        lines = [head, f"smallest variant: {self.scenario}"]
+            return "\n".join(lines)
+        lines.append(f"smallest variant: {_overrides_text(self.scenario)}")
         if self.path:
             lines.append(f"written to {self.path} (replay: trtsim run {self.path})")
         if self.result is not None:
             lines.append(self.result.summary())
         return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        """JSON-ready (``trtsim explore --json``; docs/JSON.md)."""
+        return {"found": self.found, "scenario": self.scenario,
+                "requested": self.requested, "examples_run": self.examples_run,
+                "first_violation_at": self.first_violation_at,
+                "violations_seen": self.violations_seen, "path": self.path,
+                "wall_s": self.wall_s, "notes": list(self.notes),
+                "error": self.error.to_dict() if self.error is not None else None,
+                "result": self.result.to_dict() if self.result is not None else None}
+
+
+def _overrides_text(found: dict | None) -> str:
+    """``topology=tp1_pp2 workload.requests=[30, 8]``: the form ``--set`` takes."""
+    return " ".join(f"{k}={v}" for k, v in (found or {}).items())
 
 
 def _violates(result: RunResult) -> bool:
@@ -70,7 +93,8 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
         set_dotted(raw, key, value)
     raw["backend"] = "inproc"
     load_scenario(raw)                                   # bad input fails here, once
-    counter = {"runs": 0, "violations": 0, "last": time.monotonic(), "t0": time.monotonic()}
+    counter = {"runs": 0, "violations": 0, "first": None, "t0": time.monotonic()}
+    update = getattr(progress, "update", None)
 
     def violates(variant: dict) -> bool:
         counter["runs"] += 1
@@ -80,29 +104,40 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
             return False                                 # an impossible variant, not a finding
         bad = _violates(res)
         counter["violations"] += bad
-        now = time.monotonic()
-        if progress is not None and now - counter["last"] >= 1.0:
-            counter["last"] = now
-            progress(f"{counter['runs']} variants, {counter['violations']} violating runs, "
-                     f"{now - counter['t0']:.0f} s")
+        if bad and counter["first"] is None:
+            counter["first"] = counter["runs"]
+        if progress is not None:
+            note = f"{counter['violations']} violating"
+            if update is not None:
+                update(min(counter["runs"], examples), note)
+            else:
+                progress(f"{counter['runs']}/{examples} variants, {note}, "
+                         f"{time.monotonic() - counter['t0']:.0f} s")
         return bad
 
-    found = _search(tuple(vary), examples, seed, violates)
+    notes: list[str] = []
+    found = _search(tuple(vary), examples, seed, violates, notes)
+    wall = lambda: time.monotonic() - counter["t0"]  # noqa: E731
     if found is None:
-        return ExploreResult(False, None, None, counter["runs"],
-                             wall_s=time.monotonic() - counter["t0"])
+        if counter["runs"] < examples:
+            notes.append(f"the search ended after {counter['runs']} of {examples} variants: "
+                         "hypothesis found no further distinct variant of the varied keys")
+        return ExploreResult(False, None, None, counter["runs"], wall_s=wall(), notes=notes,
+                             requested=examples)
     found = _polish(found, tuple(vary), violates)
     final = run(raw, overrides=found)
     path = _write(raw, found, final, source, out_dir) if out_dir else None
-    return ExploreResult(True, found, final.error, counter["runs"], path, final,
-                         time.monotonic() - counter["t0"], counter["violations"])
+    return ExploreResult(True, found, final.error, counter["runs"], path, final, wall(),
+                         counter["violations"], notes, examples, counter["first"])
 
 
-def _search(vary: tuple[str, ...], examples: int, seed: int, violates) -> dict | None:
+def _search(vary: tuple[str, ...], examples: int, seed: int, violates,
+            notes: list[str]) -> dict | None:
     """Hypothesis's search, stratified over topologies when the topology varies: hypothesis
     revisits parts of a product space (about 30 of 47 topologies in 200 draws) and the
-    interesting layouts are few, so each topology gets its share of the examples, in an order
-    drawn from ``seed``, and hypothesis varies the other keys within it."""
+    interesting layouts are few, so each topology gets its share of the examples (the
+    remainder to the first ones, so the shares add up to ``examples``), in an order drawn
+    from ``seed``, and hypothesis varies the other keys within it."""
     config = lambda n: settings(max_examples=n, database=None, deadline=None,  # noqa: E731
                                 phases=[Phase.generate, Phase.shrink],
                                 suppress_health_check=list(HealthCheck))
@@ -115,15 +150,21 @@ def _search(vary: tuple[str, ...], examples: int, seed: int, violates) -> dict |
     ids = _by_size(topologies())
     rng.shuffle(ids)
     rest = tuple(k for k in vary if k != "topology")
-    per = max(1, examples // len(ids))
-    for tid in ids:
+    if examples < len(ids):
+        notes.append(f"{examples} examples cover {examples} of the {len(ids)} topologies "
+                     f"(seed-ordered); give --examples >= {len(ids)} to try each")
+        ids = ids[:examples]
+    elif not rest and examples > len(ids):
+        notes.append(f"only the topology varies: {len(ids)} distinct variants, each run once")
+    for i, tid in enumerate(ids):
         if not rest:
             if violates({"topology": tid}):
                 return {"topology": tid}
             continue
+        share = examples // len(ids) + (i < examples % len(ids))
         try:
             found = find(override_strategy(rest), lambda v, t=tid: violates({"topology": t, **v}),
-                         settings=config(per), random=rng)
+                         settings=config(share), random=rng)
             return {"topology": tid, **found}
         except NoSuchExample:
             continue

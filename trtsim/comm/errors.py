@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
+import sys
 from typing import Any
 
-from ..layout.places import rank_label
+from ..layout.places import rank_label, ranks_label
 from .records import CallRecord
 
 VERDICTS = ("ok", "mismatch", "deadlock", "failed")
@@ -13,6 +15,13 @@ VERDICTS = ("ok", "mismatch", "deadlock", "failed")
 def rank_name(rec: CallRecord) -> str:
     """The rank that made ``rec``, named as every report names ranks."""
     return rank_label(rec.instance, rec.local_rank if rec.instance else rec.rank, rec.rank)
+
+
+def group_name(kind: str, ranks, rec: CallRecord | None) -> str:
+    """A group of global ranks named like its members (``rec``: any member's record, which
+    says the instance): ``gen pp group [0, 2] (global [8, 10])``."""
+    offset = rec.rank - rec.local_rank if rec is not None and rec.instance else 0
+    return ranks_label(rec.instance if rec else "", ranks, offset, f"{kind or '?'} group")
 
 
 def verdict_of(error: "CollectiveError | None") -> str:
@@ -50,7 +59,8 @@ class CollectiveError(Exception):
     def __str__(self) -> str:
         lines = [f"{type(self).__name__}: {self.summary}"]
         if self.group_ranks:
-            lines.append(f"  group: {self.group_kind or '?'} ranks {list(self.group_ranks)}")
+            member = next((self.calls[r] for r in self.group_ranks if r in self.calls), None)
+            lines.append(f"  group: {group_name(self.group_kind, self.group_ranks, member)}")
         for rank in sorted(self.calls):
             rec = self.calls[rank]
             lines.append(f"  {rank_name(rec)}: {rec.short():<48} at {rec.callsite}")
@@ -102,6 +112,8 @@ class RankFailed(CollectiveError):
         self.traceback = traceback
         self.signal = signal
         kw.setdefault("ranks", (rank,) if rank >= 0 else ())
+        if not kw.get("explanation") and "without a result" in summary and _unguarded_main():
+            kw["explanation"] = SPAWN_HINT
         super().__init__(summary, **kw)
 
     def _state(self) -> dict[str, Any]:
@@ -115,6 +127,39 @@ class RankFailed(CollectiveError):
 
     def to_dict(self) -> dict[str, Any]:
         return dict(super().to_dict(), rank=self.rank, traceback=self.traceback, signal=self.signal)
+
+
+SPAWN_HINT = ("the process backends spawn one process per rank, and each re-imports the "
+              "main script: it calls trtsim.launch (or run) at its top level, so every rank "
+              "starts the launch again and dies while starting. Put the call under "
+              "`if __name__ == \"__main__\":`")
+
+
+def launches_at_top_level(source: str) -> bool:
+    """Whether a script calls ``launch``/``run`` in its module body, outside an
+    ``if __name__ == "__main__":`` block (what a spawned rank re-executes)."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    for stmt in body:
+        if isinstance(stmt, (ast.If, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue                # under a guard, or only defined
+        for node in ast.walk(stmt):
+            func = node.func if isinstance(node, ast.Call) else None
+            name = getattr(func, "attr", None) or getattr(func, "id", None)
+            if name in ("launch", "run"):
+                return True
+    return False
+
+
+def _unguarded_main() -> bool:
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    try:
+        with open(path) as f:
+            return launches_at_top_level(f.read())
+    except (OSError, TypeError):
+        return False
 
 
 def _rebuild(cls, summary, state):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 _COMM_DIR = os.path.dirname(os.path.abspath(__file__))
-_LAUNCH_FILE = os.path.join(os.path.dirname(_COMM_DIR), "launch.py")
+_LAUNCH_FILE = os.path.join(os.path.dirname(_COMM_DIR), "launching.py")
 
 
 def call_rank_program(program: Callable, dist, args: tuple) -> Any:

@@ -45,22 +45,32 @@ class Census:
             out[r.iteration] += r.count
         return dict(sorted(out.items()))
 
-    def table(self) -> str:
-        """One line per (role, kind, label): ranks, iterations, calls, calls per rank-iteration."""
+    def summary(self) -> list[dict]:
+        """One entry per (role, kind, label): ranks, iterations, calls, calls per
+        rank-iteration -- what the table shows and JSON carries by default (the full rows of
+        a long executor run are megabytes)."""
         groups: dict[tuple, list[CensusRow]] = defaultdict(list)
         for r in self.rows:
             groups[(r.role, r.kind, r.label)].append(r)
-        head = ("role", "kind", "label", "ranks", "iters", "calls", "per rank-iter")
-        lines = []
+        out = []
         for (role, kind, label), rows in sorted(groups.items()):
-            ranks = {r.rank for r in rows}
-            iters = {r.iteration for r in rows}
+            ranks = len({r.rank for r in rows})
+            iters = len({r.iteration for r in rows})
             calls = sum(r.count for r in rows)
-            lines.append((role, kind, label, str(len(ranks)), str(len(iters)), str(calls),
-                          f"{calls / max(1, len(ranks) * len(iters)):.2f}"))
+            out.append({"role": role, "kind": kind, "label": label, "ranks": ranks,
+                        "iterations": iters, "calls": calls,
+                        "per_rank_iteration": calls / max(1, ranks * iters)})
+        return out
+
+    def table(self) -> str:
+        """``summary`` as an aligned table."""
+        head = ("role", "kind", "label", "ranks", "iters", "calls", "per rank-iter")
+        lines = [(e["role"], e["kind"], e["label"], str(e["ranks"]), str(e["iterations"]),
+                  str(e["calls"]), f"{e['per_rank_iteration']:.2f}") for e in self.summary()]
         widths = [max(len(x[i]) for x in [head, *lines]) for i in range(len(head))]
         fmt = lambda row: "  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip()  # noqa: E731
         return "\n".join([fmt(head), fmt(tuple("-" * w for w in widths)), *map(fmt, lines)])
 
     def to_dict(self) -> list[dict]:
+        """Every row (``trtsim run --json F --census-rows``)."""
         return [r.__dict__.copy() for r in self.rows]

@@ -31,8 +31,33 @@ class PerfResult:
         return True
 
     def trace_events(self) -> dict:
-        """The simulated servers' steps as a Perfetto trace."""
-        return server_trace(self.sim.events)
+        """The simulated servers' steps as a Perfetto trace, each step split into its
+        control plane (the host collectives counted on the executor, priced) and the rest
+        (forward pass, transfers' polling): the part a control-plane change moves."""
+        steps = {"prefill": ("ctx", sum(e[0].startswith("ctx") for e in self.sim.events)),
+                 "generation": ("gen", sum(e[0].startswith("gen") for e in self.sim.events))}
+        b = self.breakdown
+        split = {}
+        for kind, (role, n) in steps.items():
+            if n:
+                # The generation step pays the same control plane every step (the sum over
+                # n steps / n is exact); a prefill's also grows with its batch: its mean.
+                split[kind] = (b.get(f"{role}_control_plane", 0.0) / n,
+                               b.get(f"{role}_worker_overhead", 0.0) / n)
+
+        def parts(server, kind, seconds):
+            if kind not in split:
+                return ()
+            control, overhead = split[kind]
+            out = [("control plane", control, {})]
+            if overhead:
+                out.append(("worker overhead", overhead, {}))
+            out.append(("forward", max(0.0, seconds - control - overhead), {}))
+            return out
+
+        labels = {role: f"control plane per rank-iteration: {_calls(getattr(self.control, role))}"
+                  for role in ("ctx", "gen")}
+        return server_trace(self.sim.events, parts, lambda server: labels.get(server[:3], ""))
 
     def comparison(self) -> list[tuple[str, float, float, float]]:
         """(metric, predicted, measured, relative error) for every measured metric."""
@@ -48,8 +73,8 @@ class PerfResult:
         lines = [f"{self.scenario.name}: {c.model} on {c.hardware}, ctx {c.ctx.servers}x"
                  f"({_describe(c.ctx)}), gen {c.gen.servers}x({_describe(c.gen)})"
                  f", sticky_skip {self.scenario.sticky_skip}, runtime {c.runtime}",
-                 f"control plane per rank-iteration (group size, calls): ctx {self.control.ctx}, "
-                 f"gen {self.control.gen}"]
+                 f"control plane per rank-iteration: ctx {_calls(self.control.ctx)}; "
+                 f"gen {_calls(self.control.gen)}"]
         width = max(len(k) for k in self.metrics)
         for k, v in self.metrics.items():
             lines.append(f"  {k:<{width}}  {v:12.4g}")
@@ -63,8 +88,11 @@ class PerfResult:
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        return {"scenario": self.scenario.name, "source": self.scenario.source,
+        return {"kind": "perf", "scenario": self.scenario.name, "source": self.scenario.source,
                 "verdict": self.verdict, "holds": True, "metrics": self.metrics,
+                "control_plane": {role: [{"group_size": size, "calls_per_rank_iteration": n}
+                                         for size, n in getattr(self.control, role)]
+                                  for role in ("ctx", "gen")},
                 "breakdown": self.breakdown, "comparison": [
                     {"metric": k, "predicted": p, "measured": m, "relative_error": e}
                     for k, p, m, e in self.comparison()], "wall_s": self.wall_s}
@@ -80,6 +108,11 @@ def run_perf(source, overrides: dict | None = None) -> PerfResult:
     cfg = PerfConfig(**{**{f.name: getattr(c, f.name) for f in fields(c)}, "control": control})
     sim = simulate(cfg)
     return PerfResult(scen, sim.metrics, sim.breakdown, control, time.perf_counter() - t0, sim)
+
+
+def _calls(pairs) -> str:
+    """``5.97 calls in groups of 4`` for each (group size, calls per rank-iteration)."""
+    return ", ".join(f"{n:.3g} calls in groups of {size}" for size, n in pairs) or "no calls"
 
 
 def _describe(inst) -> str:

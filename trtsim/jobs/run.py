@@ -11,8 +11,8 @@ from ..comm.guard.lockstep import summarize
 from ..comm.launcher import LaunchConfig, run_ranks
 from ..disagg.transceiver import DisaggPeers
 from ..executor.report import ExecutorReport
-from ..launch import default_clock_model
-from ..layout.places import InstanceLayout
+from ..launching import default_clock_model
+from ..layout.places import InstanceLayout, rank_places, ranks_label
 from ..scenario.functional import Scenario, TransferWorkload, load_scenario
 from ..timeline.trace import rank_trace
 from .census import Census
@@ -23,7 +23,7 @@ from .transfer_job import (TransferJob, TransferReport, completed_everywhere, tr
 
 @dataclass
 class RunResult:
-    """What a scenario run found (DESIGN 2)."""
+    """What a scenario run found."""
 
     scenario: Scenario
     verdict: str
@@ -44,19 +44,39 @@ class RunResult:
         incident) and no transferred block differs from its source."""
         return self.verdict == self.scenario.expect and self.kv_verified is not False
 
-    def to_dict(self) -> dict:
-        return {"scenario": self.scenario.name, "source": self.scenario.source,
+    def to_dict(self, census_rows: bool = False) -> dict:
+        """JSON-ready (docs/JSON.md): the census summarized per (role, kind, label), or
+        every (rank, iteration) row with ``census_rows``."""
+        return {"kind": self.scenario.kind, "scenario": self.scenario.name,
+                "source": self.scenario.source,
                 "backend": self.scenario.backend, "guard": self.scenario.guard,
                 "verdict": self.verdict, "expect": self.scenario.expect, "holds": self.holds,
                 "kv_verified": self.kv_verified,
                 "error": self.error.to_dict() if self.error else None,
                 "metrics": self.metrics, "divergence": self.divergence, "notes": self.notes,
-                "problems": self.problems, "census": self.census.to_dict(),
+                "problems": self.problems, "census": self.census.summary(),
+                **({"census_rows": self.census.to_dict()} if census_rows else {}),
                 "wall_s": self.wall_s}
 
     def trace_events(self) -> dict:
-        """The run's per-rank virtual-time timeline as a Perfetto trace."""
-        return rank_trace(self.timeline)
+        """The run's per-rank virtual-time timeline as a Perfetto trace: a process per
+        instance, a thread per rank (named as reports name it), an instant where the guard
+        stopped each rank its report names."""
+        dep = self.scenario.deployment
+        places = rank_places([InstanceLayout("ctx", "ctx", dep.ctx),
+                              InstanceLayout("gen", "gen", dep.gen)])
+        tracks = [(p.instance, p.name) for p in places]
+        marks = []
+        if self.error is not None and self.timeline:
+            for rank in sorted(set(self.error.calls) | set(self.error.ranks)):
+                rec = self.error.calls.get(rank)
+                args = {"report": self.error.summary}
+                if rec is not None:
+                    args["call"] = rec.short()
+                    args["callsite"] = rec.callsite
+                if 0 <= rank < len(self.timeline):
+                    marks.append((rank, f"guard: {self.verdict}", args))
+        return rank_trace(self.timeline, tracks, marks)
 
     def summary(self) -> str:
         s = self.scenario
@@ -71,9 +91,11 @@ class RunResult:
         lines += [f"note: {n}" for n in self.notes]
         for d in self.divergence[:8]:
             times = f" (and in {d['iterations'] - 1} later iterations)" if d["iterations"] > 1 else ""
-            lines.append(f"divergence (legal per group): {d['instance']} {d['kind']} group "
-                         f"{d['group_ranks']} entered {d['kind']}_{d['op']} {d['label']!r} in "
-                         f"iteration {d['iteration']}{times}, group {d['other_ranks']} did not")
+            what = f"{d['kind']} group"
+            entered = ranks_label(d["instance"], d["group_ranks"], d["offset"], what)
+            skipped = ranks_label(d["instance"], d["other_ranks"], d["offset"], what)
+            lines.append(f"divergence (legal per group): {entered} entered {d['kind']}_{d['op']} "
+                         f"{d['label']!r} in iteration {d['iteration']}{times}, {skipped} did not")
         if len(self.divergence) > 8:
             lines.append(f"... {len(self.divergence) - 8} more divergences")
         lines += [f"kv problem: {p}" for p in self.problems[:8]]

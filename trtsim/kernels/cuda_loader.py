@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 import re
 import warnings
 from pathlib import Path
@@ -31,14 +30,15 @@ CUDA_TYPE = {torch.float32: "float", torch.float16: "f16_t", torch.bfloat16: "bf
 
 def kernels_dir() -> Path:
     """The folder of the ``.cu`` sources: ``$TRTSIM_KERNELS_DIR``, the checkout's
-    ``kernels/`` (editable installs), or ``<prefix>/share/trtsim/kernels`` (wheels)."""
+    ``kernels/`` (editable installs), or the copy a wheel ships inside the package
+    (``trtsim/_shipped/kernels``, setup.py; ``trtsim.scenario.shipped`` finds the other
+    shipped folders the same way)."""
     env = os.environ.get("TRTSIM_KERNELS_DIR")
     if env:
         return Path(env)
-    checkout = Path(__file__).resolve().parents[2] / "kernels"
-    if checkout.is_dir():
-        return checkout
-    return Path(sys.prefix) / "share" / "trtsim" / "kernels"
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parent / "kernels"
+    return checkout if checkout.is_dir() else package / "_shipped" / "kernels"
 
 
 def import_cupy():

@@ -8,9 +8,11 @@ one rule for naming a rank in a report).
 
 from .mapping import CpType, Mapping
 from .parallel import GROUP_KINDS, ParallelLayout, pp_layer_split
-from .places import InstanceLayout, Peer, RankPlace, group_table, rank_label, rank_places
+from .places import (InstanceLayout, Peer, RankPlace, group_table, rank_label, rank_places,
+                     ranks_label)
 from .topology import Deployment, InstanceSpec, format_table, topologies, topology
 
-__all__ = ["GROUP_KINDS", "CpType", "Mapping", "ParallelLayout", "pp_layer_split", "InstanceLayout",
-           "Peer", "RankPlace", "group_table", "rank_label", "rank_places", "Deployment",
+__all__ = ["GROUP_KINDS", "CpType", "Mapping", "ParallelLayout", "pp_layer_split",
+           "InstanceLayout", "Peer", "RankPlace", "group_table", "rank_label", "rank_places",
+           "ranks_label", "Deployment",
            "InstanceSpec", "format_table", "topologies", "topology"]

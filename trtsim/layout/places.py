@@ -2,7 +2,7 @@
 
 A launch runs one or more instances (a plain launch: one unnamed instance; a deployment: ``ctx``
 then ``gen``). Ranks are numbered globally in instance order; records and reports carry global
-ranks, and ``rank_label`` is the one way a report names a rank.
+ranks, and ``rank_label`` (``ranks_label`` for a set) is the one way a report names a rank.
 """
 
 from __future__ import annotations
@@ -22,9 +22,26 @@ class Peer(NamedTuple):
 
 
 def rank_label(instance: str, local_rank: int, global_rank: int | None = None) -> str:
-    """How every report names a rank: ``rank 3`` in a plain launch, ``gen rank 2`` in a
-    deployment (the rank inside its instance, as its Mapping numbers it)."""
-    return f"{instance} rank {local_rank}" if instance else f"rank {local_rank}"
+    """How every report, trace and summary names a rank: ``rank 3`` in a plain launch (local
+    and global numbers are one), ``gen rank 2 (global 10)`` in a deployment (the rank inside
+    its instance, as its Mapping numbers it, then the launch-wide number that group lists,
+    records and JSON carry)."""
+    if not instance:
+        return f"rank {local_rank}"
+    if global_rank is None:
+        return f"{instance} rank {local_rank}"
+    return f"{instance} rank {local_rank} (global {global_rank})"
+
+
+def ranks_label(instance: str, global_ranks, offset: int = 0, what: str = "ranks") -> str:
+    """A set of ranks in ``rank_label``'s scheme: ``ranks [0, 4]`` in a plain launch,
+    ``ctx ranks [3, 7] (global [3, 7])`` in a deployment (``offset``: the global number of
+    the instance's rank 0); ``what="pp group"`` names a group: ``gen pp group [0, 2]
+    (global [8, 10])``."""
+    ranks = sorted(global_ranks)
+    if not instance:
+        return f"{what} {ranks}"
+    return f"{instance} {what} {[r - offset for r in ranks]} (global {ranks})"
 
 
 @dataclass(frozen=True)
@@ -57,7 +74,7 @@ class RankPlace:
 
     @property
     def name(self) -> str:
-        """``gen rank 3`` in a deployment, ``rank 3`` in a plain launch."""
+        """``gen rank 3 (global 11)`` in a deployment, ``rank 3`` in a plain launch."""
         return rank_label(self.instance, self.mapping.rank, self.global_rank)
 
     def to_global(self, local_ranks) -> tuple[int, ...]:

@@ -62,7 +62,7 @@ class Scenario:
     each YAML key; the scenario file's top level has exactly these keys."""
 
     deployment: Deployment = field(metadata={
-        "keys": ("topology", "deployment"),
+        "keys": ("topology", "deployment"), "shown_default": "tp1_pp1",
         "help": "a topology id (trtsim topologies), or deployment: {ctx: {tp, pp, cp, "
                 "attention_dp}, gen: {...}, num_layers, mla}"})
     kv: KvCacheConfig = field(metadata={"key": "model", "help": "the model's KV shape"})

@@ -175,7 +175,9 @@ def describe(cls, prefix: str = "") -> list[tuple[str, str, str, str]]:
             continue
         default = f.default if f.default is not dataclasses.MISSING else (
             f.default_factory() if f.default_factory is not dataclasses.MISSING else "required")
-        rows.append((prefix + yaml_key(f), f.metadata.get("type") or _type_name(hints[f.name]),
+        default = f.metadata.get("shown_default", default)   # a default the loader applies
+        key = " | ".join(prefix + k for k in f.metadata.get("keys", (yaml_key(f),)))
+        rows.append((key, f.metadata.get("type") or _type_name(hints[f.name]),
                      repr(default),
                      f.metadata.get("help", "")))
     return rows

@@ -9,6 +9,7 @@ import re
 import yaml
 
 from .schema import ScenarioError
+from .shipped import scenario_path
 
 
 class _Loader(yaml.SafeLoader):
@@ -42,15 +43,30 @@ def set_dotted(raw: dict, key: str, value) -> None:
     node[parts[-1]] = value
 
 
+def find_scenario(source) -> str:
+    """A scenario file's path: ``source`` itself when it exists, else the shipped scenario of
+    that name (``kv_transfer``), so names work from any working directory."""
+    path = os.fspath(source)
+    if os.path.exists(path):
+        return path
+    shipped = scenario_path(path) or (scenario_path(os.path.basename(path))
+                                      if os.path.dirname(path) == "scenarios" else None)
+    if shipped is None:
+        raise ScenarioError(f"{path}: no such scenario file, nor a shipped scenario of that "
+                            f"name (trtsim scenarios lists them)")
+    return str(shipped)
+
+
 def load_raw(source) -> tuple[dict, str]:
-    """The raw mapping of a scenario file (or a dict given directly) and its name."""
+    """The raw mapping of a scenario file, a shipped scenario's name, or a dict given
+    directly; and its name."""
     if isinstance(source, dict):
         return copy.deepcopy(source), "<dict>"
-    path = os.fspath(source)
+    path = find_scenario(source)
     try:
         with open(path) as f:
             raw = yaml.load(f, Loader=_Loader)
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         raise ScenarioError(f"{path}: no such scenario file") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 
+from ...layout.places import ranks_label
 from ..errors import CollectiveMismatch
 from ..records import CallRecord
 from .rules import purpose
@@ -40,12 +41,27 @@ class Divergence:
     op: str
     iteration: int                     # the first iteration it was seen in
     purpose: str = ""                  # the skipped call's purpose key (unlabelled calls)
+    offset: int = 0                    # global number of the instance's rank 0
 
     def to_dict(self) -> dict:
         return {"instance": self.instance, "kind": self.group_kind,
                 "group_ranks": list(self.group_ranks), "other_ranks": list(self.other_ranks),
                 "label": self.label, "op": self.op, "iteration": self.iteration,
-                "purpose": self.purpose}
+                "purpose": self.purpose, "offset": self.offset}
+
+    def groups_text(self) -> tuple[str, str]:
+        """The group that entered and the one that skipped, named as reports name ranks."""
+        what = f"{self.group_kind} group"
+        return (ranks_label(self.instance, self.group_ranks, self.offset, what),
+                ranks_label(self.instance, self.other_ranks, self.offset, what))
+
+    @property
+    def call_text(self) -> str:
+        """The skipped call: its label, or for an unlabelled call the function it came from."""
+        name = f"{self.group_kind}_{self.op}"
+        if self.label:
+            return f"{name} {self.label!r}"
+        return f"{name} (from {self.purpose.split(' < ')[0]})" if self.purpose else name
 
 
 def summarize(divergences: list[Divergence]) -> list[dict]:
@@ -166,27 +182,32 @@ class LockstepTracker:
     def _note(self, key, it_no: int, skipped: CallRecord, has: tuple[int, ...],
               lacks: tuple[int, ...], evidence: list[CallRecord]) -> None:
         instance, kind = key
+        offset = skipped.rank - skipped.local_rank if skipped.instance else 0
         div = Divergence(instance, kind, has, lacks, skipped.label, skipped.op, it_no,
-                         purpose(skipped) or "")
+                         purpose(skipped) or "", offset)
         self.divergences.append(div)
         self._evidence[div] = evidence
 
 
 def divergence_error(div: Divergence, recs: list[CallRecord]) -> CollectiveMismatch:
-    """A lockstep mismatch: the group that skipped a call, the call, the group that entered it."""
-    name = f"{div.group_kind}_{div.op}"
-    what = f"{name} {div.label!r}" if div.label else \
-        f"{name} (from {div.purpose.split(' < ')[0]})" if div.purpose else name
-    where = f"{div.instance} " if div.instance else ""
-    skipped, entered = list(div.other_ranks), list(div.group_ranks)
-    summary = (f"{where}{div.group_kind} groups {entered} and {skipped} diverge in iteration "
-               f"{div.iteration}: {skipped} skipped {what}, which {entered} entered")
-    explanation = (f"ranks {skipped} skipped {what} in iteration {div.iteration} while ranks "
-                   f"{entered} entered it: legal for each group on its own, but a world-wide "
-                   "lockstep assumption (a barrier, a shared communicator) would hang here")
-    return CollectiveMismatch(summary, group_kind=div.group_kind, group_ranks=div.other_ranks,
+    """A lockstep mismatch: the group that skipped a call, the call, the group that entered it.
+    The report's group is the one that entered the call (a real group); the other is named
+    beside it."""
+    entered, skipped = div.groups_text()
+    what = div.call_text
+    summary = (f"{div.group_kind} groups diverge in iteration {div.iteration}: {skipped} "
+               f"skipped {what}, which {entered} entered")
+    # The explanation names the skipping ranks (as README and STICKY_SKIP quote it).
+    skipped_ranks = ranks_label(div.instance, div.other_ranks, div.offset, "ranks")
+    entered_ranks = ranks_label(div.instance, div.group_ranks, div.offset, "ranks")
+    explanation = (f"{skipped_ranks} skipped {what} in iteration {div.iteration} while "
+                   f"{entered_ranks} entered it: legal for each group on its own, but a "
+                   "world-wide lockstep assumption (a barrier, a shared communicator) would "
+                   "hang here")
+    return CollectiveMismatch(summary, group_kind=div.group_kind, group_ranks=div.group_ranks,
                               ranks=div.other_ranks, calls={r.rank: r for r in recs},
-                              explanation=explanation)
+                              explanation=explanation,
+                              details=(f"other group: {skipped}, which did not enter {what}",))
 
 
 def replay_lockstep(groups: dict[tuple[str, str], list[tuple[int, ...]]],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...layout.places import rank_label
 from ..errors import CollectiveDeadlock, CollectiveTimeout, rank_name
 from ..records import CallRecord
 
@@ -30,12 +31,14 @@ class RankState:
     posted: dict[tuple, int] = field(default_factory=dict)
     pending_sends: tuple[tuple[int, int], ...] = ()   # (dst global rank, tag)
     iteration: int = 0                                # the rank's executor iteration now
-    name: str = ""                                    # "gen rank 3" in a deployment
+    name: str = ""                            # "gen rank 3 (global 11)" in a deployment
 
     @property
     def label(self) -> str:
         """How reports name this rank."""
-        return self.name or (rank_name(self.call) if self.call is not None else f"rank {self.rank}")
+        if self.name:
+            return self.name
+        return rank_name(self.call) if self.call is not None else rank_label("", self.rank)
 
     @property
     def is_finished(self) -> bool:

@@ -109,13 +109,12 @@ def make_group_functions(real):
             st.world.index(r, "new_group: rank")
         st.created += 1
         comm = Comm(f"torch:{st.created}", members)
-        run = None
-        if st.api.real:
-            def run():
-                return real.new_group(list(members), timeout=timeout, backend=backend,
-                                      pg_options=pg_options,
-                                      use_local_synchronization=use_local_synchronization,
-                                      group_desc=group_desc)
+        def real_group():
+            return real.new_group(list(members), timeout=timeout, backend=backend,
+                                  pg_options=pg_options,
+                                  use_local_synchronization=use_local_synchronization,
+                                  group_desc=group_desc)
+        run = real_group if st.api.real else None
         # new_group is collective over the world: a rank that skips it hangs the others
         where = comm if use_local_synchronization else st.world
         if st.api.rank not in where.ranks:

@@ -5,17 +5,29 @@ version counter bumped on every change, its executor iteration, and for each com
 uses a slot with the sequence, match hash and pickled record of the last call it entered
 there (plus one slot for its current p2p call, and its pending sends). A slot directory maps
 a communicator's key (its kind and id, hashed) to the slot: a rank claims a free slot the
-first time it calls on a communicator, and a peer looks the key up in the rank's row. Ranks read their peers' rows to compare
-records before a real collective; the launcher's monitor reads every row to build the
-wait-for graph. No extra collective is ever issued.
+first time it calls on a communicator, and a peer looks the key up in the rank's row.
+Ranks read their peers' rows to compare records before a real collective; the launcher's
+monitor reads every row to build the wait-for graph. No extra collective is ever issued.
 
-Ordering: a rank writes a slot's record and hash before its sequence number, and a reader
-reads the sequence before and after the hash (a seqlock), so a reader never pairs one call's
-sequence with another call's hash. x86 keeps stores in order and loads in order (TSO).
+Ordering. A reader must never pair one call's sequence number with another call's hash or
+record. Plain numpy stores and loads give no such promise across processes on a weakly
+ordered CPU (aarch64 Grace hosts reorder both stores and loads; only x86's TSO would keep
+them in program order), so each row is guarded by a process-shared mutex that lives in the
+block itself (``pthread_mutex_t`` with ``PTHREAD_PROCESS_SHARED``): a writer changes its row
+only while holding the row's mutex, and a reader copies what it needs from a row while
+holding it. Unlocking has release semantics and locking acquire semantics, so a reader that
+takes the mutex after a writer released it sees every store of that critical section, in
+any memory model the C library supports. The mutexes are robust (``PTHREAD_MUTEX_ROBUST``): a
+rank killed inside its critical section leaves the mutex to the next taker (EOWNERDEAD), who
+marks it consistent, so the monitor cannot hang on a dead rank's row. The critical sections
+are a few stores or copies (no syscall when uncontended): benchmarks/bench_process.py
+measures the guard with them (docs/BENCHMARKS.md). The abort flag is one word that only goes
+from 0 to 1; a late read of it only delays the abort.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import pickle
 import time
@@ -27,6 +39,7 @@ import numpy as np
 from ..guard.rules import match_key
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 from ..records import CallRecord
+from .row_mutex import MUTEX_BYTES, RowLocks
 
 MAX_SLOTS = 16            # communicators one rank may use (trtsim's own kinds take five)
 P2P_SLOT = 0              # slot 0 holds the current p2p call
@@ -82,6 +95,8 @@ class Ledger:
             return arr
 
         self.header = take(np.int64, (4,))                 # [abort, ...]
+        self.locks = RowLocks(ctypes.addressof(ctypes.c_char.from_buffer(buf, off)), n)
+        off += (n * MUTEX_BYTES + 63) // 64 * 64
         self.state = take(np.int64, (n, STATE_COLS))
         self.slot_key = take(np.int64, (n, k + 1))      # the slot directory (0: free)
         self.seq = take(np.int64, (n, k + 1))
@@ -96,8 +111,8 @@ class Ledger:
     @staticmethod
     def size(num_ranks: int) -> int:
         k = MAX_SLOTS
-        per = [4 * 8, num_ranks * STATE_COLS * 8, num_ranks * k * 8, num_ranks * k * 8,
-               num_ranks * k * 16,
+        per = [4 * 8, num_ranks * MUTEX_BYTES, num_ranks * STATE_COLS * 8, num_ranks * k * 8,
+               num_ranks * k * 8, num_ranks * k * 16,
                num_ranks * k * 8, num_ranks * k * SLOT_BYTES, num_ranks * MAX_PENDING * 16,
                num_ranks * k * CLOCK_HISTORY * 8]
         return sum((p + 63) // 64 * 64 for p in per)
@@ -107,6 +122,7 @@ class Ledger:
         shm = shared_memory.SharedMemory(create=True, size=cls.size(num_ranks))
         ledger = cls(shm, num_ranks, owner=True, wakeups=wakeups)
         np.frombuffer(shm.buf, dtype=np.uint8)[:] = 0
+        ledger.locks.initialize()
         ledger.state[:, STATUS] = STATUS_CODES["starting"]
         return ledger
 
@@ -122,7 +138,8 @@ class Ledger:
         return self.shm.name
 
     def close(self) -> None:
-        for attr in ("header", "state", "slot_key", "seq", "hash", "reclen", "rec", "pending",
+        for attr in ("header", "locks", "state", "slot_key", "seq", "hash", "reclen", "rec",
+                     "pending",
                      "clocks"):
             setattr(self, attr, None)
         self.shm.close()
@@ -132,29 +149,32 @@ class Ledger:
             except FileNotFoundError:
                 pass
 
-    # -- rank side (each rank writes only its own row) -----------------------------------
-    def _bump(self, r: int) -> None:
-        self.state[r, VERSION] += 1
-
-    def set_status(self, r: int, status: str) -> None:
+    # -- rank side (each rank writes only its own row, holding the row's mutex) ----------
+    def _status(self, r: int, status: str) -> None:
         self.state[r, STATUS] = STATUS_CODES[status]
         if status != BLOCKED:
             self.state[r, BLOCKED_SLOT] = -1
-        self._bump(r)
+        self.state[r, VERSION] += 1
+
+    def set_status(self, r: int, status: str) -> None:
+        with self.locks.row(r):
+            self._status(r, status)
 
     def set_ready(self, r: int, pid: int) -> None:
-        self.state[r, PID] = pid
-        self.state[r, READY_NS] = time.monotonic_ns()
-        self.set_status(r, RUNNING)
+        with self.locks.row(r):
+            self.state[r, PID] = pid
+            self.state[r, READY_NS] = time.monotonic_ns()
+            self._status(r, RUNNING)
 
     def set_iteration(self, r: int, iteration: int) -> None:
-        self.state[r, ITERATION] = iteration
-        self._bump(r)
+        with self.locks.row(r):
+            self.state[r, ITERATION] = iteration
+            self.state[r, VERSION] += 1
 
     def _own_slot(self, r: int, rec: CallRecord) -> int:
         """Rank r's slot for ``rec``'s communicator, claimed on first use (its own row)."""
         if rec.is_p2p:
-            self.slot_key[r, P2P_SLOT] = _P2P_KEY
+            self.slot_key[r, P2P_SLOT] = _P2P_KEY   # a constant: no ordering to keep
             return P2P_SLOT
         key = comm_key(rec)
         slot = self._slots.get(key)
@@ -163,7 +183,8 @@ class Ledger:
             if not free.size:
                 raise RuntimeError(f"rank {r} uses more than {MAX_SLOTS - 1} communicators")
             slot = self._slots[key] = int(free[0]) + 1
-            self.slot_key[r, slot] = key      # before the slot's data: readers find it first
+            with self.locks.row(r):
+                self.slot_key[r, slot] = key  # before the slot's data: readers find it first
         return slot
 
     def slot_of(self, r: int, rec: CallRecord) -> int | None:
@@ -174,22 +195,23 @@ class Ledger:
     def post(self, r: int, rec: CallRecord) -> None:
         """Rank ``r`` enters ``rec``: publish it and mark the rank blocked in it."""
         slot = self._own_slot(r, rec)
-        data = _encode(rec)
-        self.rec[r, slot, :len(data)] = np.frombuffer(data, dtype=np.uint8)
-        self.reclen[r, slot] = len(data)
-        self.hash[r, slot] = np.frombuffer(match_hash(rec), dtype=np.uint8)
-        self.clocks[r, slot, rec.seq % CLOCK_HISTORY] = rec.clock
-        self.seq[r, slot] = rec.seq          # last: readers trust the slot once seq moved
-        self.state[r, BLOCKED_SLOT] = slot
-        self.state[r, STATUS] = STATUS_CODES[BLOCKED]
-        self._bump(r)
+        data, digest = _encode(rec), match_hash(rec)      # the slow part, outside the lock
+        with self.locks.row(r):
+            self.rec[r, slot, :len(data)] = np.frombuffer(data, dtype=np.uint8)
+            self.reclen[r, slot] = len(data)
+            self.hash[r, slot] = np.frombuffer(digest, dtype=np.uint8)
+            self.clocks[r, slot, rec.seq % CLOCK_HISTORY] = rec.clock
+            self.seq[r, slot] = rec.seq
+            self.state[r, BLOCKED_SLOT] = slot
+            self._status(r, BLOCKED)
 
     def set_pending_sends(self, r: int, sends: list[tuple[int, int]]) -> None:
         sends = sends[-MAX_PENDING:]
-        for i, (dst, tag) in enumerate(sends):
-            self.pending[r, i] = (dst, tag)
-        self.state[r, NUM_PENDING] = len(sends)
-        self._bump(r)
+        with self.locks.row(r):
+            for i, (dst, tag) in enumerate(sends):
+                self.pending[r, i] = (dst, tag)
+            self.state[r, NUM_PENDING] = len(sends)
+            self.state[r, VERSION] += 1
 
     def notify(self, ranks: list[int]) -> None:
         """Wake ``ranks`` if they wait for a post. A release is an atomic operation, so it
@@ -208,16 +230,16 @@ class Ledger:
         k = self.slot_of(r, rec)
         if k is None:
             return 0, b""
-        while True:
-            s1 = int(self.seq[r, k])
-            h = self.hash[r, k].tobytes()
-            if int(self.seq[r, k]) == s1:
-                return s1, h
+        with self.locks.row(r):
+            return int(self.seq[r, k]), self.hash[r, k].tobytes()
 
     def arrival(self, r: int, rec: CallRecord) -> float:
         """Rank r's virtual clock when it entered call ``rec.seq`` on ``rec``'s communicator."""
         slot = self.slot_of(r, rec)
-        return rec.clock if slot is None else float(self.clocks[r, slot, rec.seq % CLOCK_HISTORY])
+        if slot is None:
+            return rec.clock
+        with self.locks.row(r):
+            return float(self.clocks[r, slot, rec.seq % CLOCK_HISTORY])
 
     def read_call(self, r: int, rec: CallRecord) -> CallRecord | None:
         """Rank r's last record on ``rec``'s communicator."""
@@ -225,27 +247,27 @@ class Ledger:
         return None if k is None else self.read_record(r, k)
 
     def read_record(self, r: int, slot: int) -> CallRecord | None:
+        with self.locks.row(r):
+            return self._record_bytes(r, slot)
+
+    def _record_bytes(self, r: int, slot: int) -> CallRecord | None:
         n = int(self.reclen[r, slot])
-        if n <= 0:
-            return None
-        try:
-            return pickle.loads(self.rec[r, slot, :n].tobytes())
-        except Exception:  # noqa: BLE001 - a torn read while the rank rewrites the slot
-            return None
+        return pickle.loads(self.rec[r, slot, :n].tobytes()) if n > 0 else None
 
     def _posted(self, r: int) -> dict[tuple, int]:
         """Rank r's last sequence on each communicator it used, by group key (the key is
         read from the slot's record once per sequence)."""
         out = {}
         for slot in np.flatnonzero(self.slot_key[r, 1:]) + 1:
-            seq = int(self.seq[r, slot])
-            cached = self._keys.get((r, slot))
-            if cached is None or cached[0] != seq:
-                rec = self.read_record(r, int(slot))
-                if rec is None or rec.seq != seq:
-                    continue                  # mid-write: this slot moves on anyway
-                cached = self._keys[(r, slot)] = (seq, rec.group_key)
-            out[cached[1]] = seq
+            with self.locks.row(r):
+                seq = int(self.seq[r, slot])
+                cached = self._keys.get((r, slot))
+                if cached is None or cached[0] != seq:
+                    rec = self._record_bytes(r, int(slot))
+                    if rec is None:
+                        continue              # claimed, nothing posted yet
+                    cached = self._keys[(r, slot)] = (seq, rec.group_key)
+            out[cached[1]] = cached[0]
         return out
 
     @property
@@ -256,23 +278,26 @@ class Ledger:
         self.header[0] = 1
 
     def versions(self) -> np.ndarray:
-        return self.state[:, VERSION].copy()
+        out = np.empty(self.num_ranks, dtype=np.int64)
+        for r in range(self.num_ranks):
+            with self.locks.row(r):
+                out[r] = self.state[r, VERSION]
+        return out
 
     def snapshot(self, places) -> dict[int, RankState]:
-        """Every rank's state as the wait-for analysis reads it."""
+        """Every rank's state as the wait-for analysis reads it (each row consistent)."""
         out = {}
         for r in range(self.num_ranks):
-            code = int(self.state[r, STATUS])
-            status = STATUS_NAMES.get(code, RUNNING)
-            status = RUNNING if status == "starting" else status
-            call = None
-            if status == BLOCKED:
-                call = self.read_record(r, int(self.state[r, BLOCKED_SLOT]))
-                if call is None:
-                    status = RUNNING   # mid-write: treat as able to proceed
-            posted = self._posted(r)
-            npend = int(self.state[r, NUM_PENDING])
-            pending = tuple((int(d), int(t)) for d, t in self.pending[r, :npend])
-            out[r] = RankState(r, status, call, posted, pending, int(self.state[r, ITERATION]),
-                               places[r].name)
+            with self.locks.row(r):
+                code, slot = int(self.state[r, STATUS]), int(self.state[r, BLOCKED_SLOT])
+                status = STATUS_NAMES.get(code, RUNNING)
+                status = RUNNING if status == "starting" else status
+                call = self._record_bytes(r, slot) if status == BLOCKED else None
+                npend = int(self.state[r, NUM_PENDING])
+                pending = tuple((int(d), int(t)) for d, t in self.pending[r, :npend])
+                iteration = int(self.state[r, ITERATION])
+            posted = self._posted(r)     # takes the row's mutex per slot it must decode
+            if call is None:
+                status = RUNNING if status == BLOCKED else status
+            out[r] = RankState(r, status, call, posted, pending, iteration, places[r].name)
         return out
