@@ -5,11 +5,14 @@ simulate in seconds), fed by two measured or sourced inputs:
 - the per-layer roofline of ``CostModel`` (prefill, MTP verify and draft, KV transfer);
 - the control plane of the real executor: how many host-object collectives each role issues
   per iteration, counted by running trtsim's own PyExecutor on the same layouts (the census),
-  each priced with the host-gather cost measured on this machine.
+  each priced from the host-collective measurement (``host_collectives``), on the host path of
+  an iteration that is GPU-bound or host-bound with or without overlap (``iteration``).
 The client keeps ``concurrency`` requests in flight (closed loop) for ``multi_round`` rounds
 of ``num_prompts``; metrics are computed per round and averaged, as the benchmark reports a
 round. The context pipeline with PP > 1 drains every iteration under blocking consensus (the
 stages rendezvous in the pp_allgather) and stays full under the asynchronous ring.
+``PerfConfig.price_quantile`` reads every host price at the low (p10), central (mean) or high
+(p90) end of its measured spread: three runs give a prediction and its band.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ from __future__ import annotations
 import functools
 import heapq
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..checks import require_ints
 from ..layout.mapping import ParallelLayout
 from . import comm_cost as cc
 from .client import RequestRecord, serving_metrics
 from .hardware import get_hardware
+from .host_collectives import QUANTILES
+from .iteration import HostCollectives, HostPrices, iteration_time
 from .models import get_model
 from .roofline import CostModel, RequestGroup
 
@@ -36,9 +41,18 @@ class InstanceConfig:
     layout: ParallelLayout = field(default_factory=ParallelLayout, metadata={"flatten": True})
     max_batch_size: int = field(default=8, metadata={"help": "requests per forward per DP rank"})
     max_num_tokens: int = field(default=8192, metadata={"help": "tokens per forward per DP rank"})
+    disable_overlap_scheduler: bool = field(default=False, metadata={
+        "help": "TRT-LLM's worker option: false (its default) overlaps the host's work for the "
+                "next iteration with the GPU's forward"})
+    host_work_ms: float = field(default=0.0, metadata={
+        "help": "host work of one executor iteration besides the counted collectives (ms): "
+                "sourced per scenario, 0 where no source says"})
 
     def __post_init__(self) -> None:
         require_ints(self, "servers", "max_batch_size", "max_num_tokens")
+        if isinstance(self.host_work_ms, bool) or not isinstance(self.host_work_ms, (int, float)) \
+                or not 0 <= self.host_work_ms < 1e4:
+            raise ValueError(f"host_work_ms={self.host_work_ms!r} must be a number of ms >= 0")
 
 
 @dataclass(frozen=True)
@@ -60,14 +74,17 @@ class BenchmarkConfig:
 
 @dataclass(frozen=True)
 class ControlPlane:
-    """Host collectives per iteration and role: (group size, calls per rank-iteration)."""
+    """Host collectives per forward iteration of a rank of each role, and what was counted."""
 
-    ctx: tuple[tuple[int, float], ...] = ()
-    gen: tuple[tuple[int, float], ...] = ()
+    ctx: HostCollectives = HostCollectives()
+    gen: HostCollectives = HostCollectives()
+    source: str = ""
+    detail: tuple = ()      # (role, label, group kind, group size, calls per rank-iteration)
 
-    def cost(self, role: str, params: cc.HostGatherParams, payload: int = 256) -> float:
-        return sum(n * cc.host_gather_cost(size, payload, params)
-                   for size, n in getattr(self, role))
+    def table(self) -> str:
+        """One line per counted call: role, label, group, calls per forward rank-iteration."""
+        return "\n".join(f"  {role:<4} {label:<20} {kind:<6} {size:>3} ranks  {calls:6.3f}"
+                         for role, label, kind, size, calls in self.detail)
 
 
 @dataclass(frozen=True)
@@ -85,7 +102,8 @@ class PerfConfig:
     async_consensus: bool = False
     worker_step_overhead_s: float = 0.0  # incident 5.1: eager instead of graph-replayed steps
     control: ControlPlane = ControlPlane()
-    node_cores: int = 64                 # host cores per node: gathers are not oversubscribed
+    host_backend: str = "mpi"            # TRT-LLM's host collectives run over MPI
+    price_quantile: str = "central"      # low (p10) | central (mean) | high (p90) host prices
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -95,6 +113,9 @@ class PerfConfig:
             raise ValueError(f"runtime={self.runtime!r}; expected python or cpp")
         if not 0 <= self.acceptance < 1:
             raise ValueError(f"acceptance={self.acceptance!r} must be in [0, 1)")
+        if self.price_quantile not in QUANTILES:
+            raise ValueError(f"price_quantile={self.price_quantile!r}; expected one of "
+                             f"{', '.join(QUANTILES)}")
 
 
 @dataclass
@@ -115,7 +136,11 @@ class _Models:
         self.ctx = CostModel(hw, model, cfg.ctx.layout, transceiver=tx)
         self.gen = CostModel(hw, model, cfg.gen.layout, transceiver=tx)
         self.k = cfg.max_draft_len
-        self.host = replace(cc.HOST_GATHER_MEASURED, cores=cfg.node_cores)
+        self.prices = HostPrices(cfg.host_backend, cfg.price_quantile)
+        # the collectives' price per forward iteration of each role (its host work is fixed)
+        self.ctrl = {role: self.prices.collectives_s(getattr(cfg.control, role),
+                                                     getattr(cfg, role).host_work_ms * 1e-3)
+                     for role in ("ctx", "gen")}
         # memoised per instance: the same shapes recur thousands of times in a run
         for name in ("gen_step", "prefill", "prefill_stages", "transfer"):
             setattr(self, name, functools.lru_cache(maxsize=None)(getattr(self, name)))
@@ -139,8 +164,6 @@ def simulate(cfg: PerfConfig) -> SimResult:
     models = _Models(cfg)
     bench = cfg.benchmark
     rng = random.Random(cfg.seed)
-    ctrl_ctx = cfg.control.cost("ctx", models.host)
-    ctrl_gen = cfg.control.cost("gen", models.host)
     breakdown: dict[str, float] = {}
     events: list[tuple] = []
 
@@ -150,7 +173,7 @@ def simulate(cfg: PerfConfig) -> SimResult:
     now = 0.0
     rounds = []
     for _ in range(bench.multi_round):
-        records, now = _round(cfg, models, rng, now, ctrl_ctx, ctrl_gen, add, events)
+        records, now = _round(cfg, models, rng, now, add, events)
         rounds.append(serving_metrics(records))
     metrics = {k: sum(r[k] for r in rounds) / len(rounds) for k in rounds[0]}
     metrics["completed"] = sum(r["completed"] for r in rounds)
@@ -165,7 +188,7 @@ def _emitted(rng: random.Random, k: int, alpha: float) -> int:
     return n
 
 
-def _round(cfg, models, rng, start, ctrl_ctx, ctrl_gen, add, events):
+def _round(cfg, models, rng, start, add, events):
     """One round of ``num_prompts`` requests at ``concurrency``; returns records and end."""
     bench, k = cfg.benchmark, cfg.max_draft_len
     records = [RequestRecord(0.0, bench.input_length, 0) for _ in range(bench.num_prompts)]
@@ -219,10 +242,13 @@ def _round(cfg, models, rng, start, ctrl_ctx, ctrl_gen, add, events):
                 compute = max(models.prefill_stages(tokens, per_rank))   # full pipeline
             else:
                 compute = models.prefill(tokens, per_rank)
-            host = ctrl_ctx + models.tx.prepare_s * per_rank
+            step = iteration_time(compute, cfg.ctx.host_work_ms * 1e-3 + models.tx.prepare_s
+                                  * per_rank, models.ctrl["ctx"], cfg.ctx.layout.pp_size == 1
+                                  and not cfg.ctx.disable_overlap_scheduler)
             add("ctx_compute", compute)
-            add("ctx_control_plane", host)
-            done = t + compute + host
+            add("ctx_host_work", step.host_work_s)
+            add("ctx_control_plane", step.collectives_s)
+            done = t + step.step_s
             events.append((f"ctx{server}", t, done, "prefill"))
             for rid in take:
                 gsrv = rid % cfg.gen.servers
@@ -249,12 +275,19 @@ def _round(cfg, models, rng, start, ctrl_ctx, ctrl_gen, add, events):
             per_rank = max(1, -(-len(active) // cfg.gen.layout.dp_size))
             mean_kv = sum(kv_len[r] for r in active) / len(active)
             compute = models.gen_step(per_rank, int(mean_kv) // 64 * 64 + 64)
-            host = ctrl_gen + models.gen.transceiver_poll_time(len(waiting)) \
-                + cfg.worker_step_overhead_s
+            # the eager worker's extra time was measured on the GPU timeline (CUDA events)
+            step = iteration_time(compute + cfg.worker_step_overhead_s,
+                                  cfg.gen.host_work_ms * 1e-3
+                                  + models.gen.transceiver_poll_time(len(waiting)),
+                                  models.ctrl["gen"], cfg.gen.layout.pp_size == 1
+                                  and not cfg.gen.disable_overlap_scheduler)
             add("gen_compute", compute)
-            add("gen_control_plane", ctrl_gen)
             add("gen_worker_overhead", cfg.worker_step_overhead_s)
-            step_end = t + compute + host
+            add("gen_host_work", step.host_work_s)
+            add("gen_control_plane", step.collectives_s)
+            add("gen_steps", 1)
+            add("gen_host_bound_steps", step.bound == "host")
+            step_end = t + step.step_s
             events.append((f"gen{gsrv}", t, step_end, "generation"))
             finished = []
             for rid in active:
