@@ -265,12 +265,16 @@ def transceiver_poll_loop_cost(num_requests: int = 256, iters: int = 2000) -> fl
     ids = list(sessions)
     t0 = time.perf_counter()
     for _ in range(iters):
-        completed = []
+        completed, pending = [], []
         for rid in ids:
             s = sessions.get(rid)
-            if s is not None and s.future.done():
+            if s is None:
+                continue
+            if s.future.done():
                 s.state = "complete" if s.future.result() else "failed"
                 completed.append(rid)
+            else:
+                pending.append(rid)
         ready = set(completed)
         _ = [rid for rid in ids if rid in ready]
     return (time.perf_counter() - t0) / (iters * num_requests)

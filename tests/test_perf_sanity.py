@@ -25,6 +25,9 @@ def test_v4_pro_file_of_incident_5_3():
     assert scen["benchmark"]["stream_interval"] == 100 and scen["benchmark"]["multi_round"] == 10
     assert scen["speculative"]["max_draft_len"] == 3
     assert scen["transceiver"]["runtime"] == "python"
+    # an imported file follows the newest stored TRT-LLM code, and says so
+    assert scen["executor"] == {"version": "coordinator"} and scen["transceiver"]["version"] == "E"
+    assert any("executor.version coordinator" in n for n in notes)
     assert any("kv_cache_config" in n for n in notes) and any("environment" in n for n in notes)
     load_perf(scen)      # it is a valid perf scenario
 

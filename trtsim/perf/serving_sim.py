@@ -28,7 +28,7 @@ from . import comm_cost as cc
 from .client import RequestRecord, serving_metrics
 from .hardware import get_hardware
 from .host_collectives import QUANTILES
-from .iteration import HostCollectives, HostPrices, iteration_time
+from .iteration import HostCollectives, HostPrices, IterationTime, iteration_time
 from .models import get_model
 from .roofline import CostModel, RequestGroup
 
@@ -136,17 +136,27 @@ class _Models:
         self.ctx = CostModel(hw, model, cfg.ctx.layout, transceiver=tx)
         self.gen = CostModel(hw, model, cfg.gen.layout, transceiver=tx)
         self.k = cfg.max_draft_len
+        self.cfg = cfg
         self.prices = HostPrices(cfg.host_backend, cfg.price_quantile)
         # the collectives' price per forward iteration of each role (its host work is fixed)
         self.ctrl = {role: self.prices.collectives_s(getattr(cfg.control, role),
                                                      getattr(cfg, role).host_work_ms * 1e-3)
                      for role in ("ctx", "gen")}
         # memoised per instance: the same shapes recur thousands of times in a run
-        for name in ("gen_step", "prefill", "prefill_stages", "transfer"):
+        for name in ("gen_step", "gen_iteration", "prefill", "prefill_stages", "transfer"):
             setattr(self, name, functools.lru_cache(maxsize=None)(getattr(self, name)))
 
     def gen_step(self, batch: int, kv_bucket: int) -> float:
         return self.gen.generation_step_time(batch, kv_bucket, self.k)
+
+    def gen_iteration(self, batch: int, kv_bucket: int, waiting: int) -> IterationTime:
+        """A generation iteration: the roofline step (plus the eager worker's extra time,
+        measured on the GPU timeline with CUDA events) against the host path."""
+        g = self.cfg.gen
+        return iteration_time(self.gen_step(batch, kv_bucket) + self.cfg.worker_step_overhead_s,
+                              g.host_work_ms * 1e-3 + self.gen.transceiver_poll_time(waiting),
+                              self.ctrl["gen"],
+                              g.layout.pp_size == 1 and not g.disable_overlap_scheduler)
 
     def prefill(self, tokens: int, requests: int) -> float:
         return self.ctx.prefill_time(tokens, requests)
@@ -172,9 +182,17 @@ def simulate(cfg: PerfConfig) -> SimResult:
 
     now = 0.0
     rounds = []
+    gen_steps: dict[IterationTime, int] = {}       # each distinct generation step, how often
     for _ in range(bench.multi_round):
-        records, now = _round(cfg, models, rng, now, add, events)
+        records, now = _round(cfg, models, rng, now, add, events, gen_steps)
         rounds.append(serving_metrics(records))
+    for step, n in gen_steps.items():
+        for term, value in (("gen_compute", step.gpu_s - cfg.worker_step_overhead_s),
+                            ("gen_worker_overhead", cfg.worker_step_overhead_s),
+                            ("gen_host_work", step.host_work_s),
+                            ("gen_control_plane", step.collectives_s), ("gen_steps", 1),
+                            ("gen_host_bound_steps", step.bound == "host")):
+            add(term, n * value)
     metrics = {k: sum(r[k] for r in rounds) / len(rounds) for k in rounds[0]}
     metrics["completed"] = sum(r["completed"] for r in rounds)
     return SimResult(metrics, records, breakdown, events)
@@ -188,7 +206,7 @@ def _emitted(rng: random.Random, k: int, alpha: float) -> int:
     return n
 
 
-def _round(cfg, models, rng, start, add, events):
+def _round(cfg, models, rng, start, add, events, gen_steps):
     """One round of ``num_prompts`` requests at ``concurrency``; returns records and end."""
     bench, k = cfg.benchmark, cfg.max_draft_len
     records = [RequestRecord(0.0, bench.input_length, 0) for _ in range(bench.num_prompts)]
@@ -274,19 +292,8 @@ def _round(cfg, models, rng, start, add, events):
                 continue
             per_rank = max(1, -(-len(active) // cfg.gen.layout.dp_size))
             mean_kv = sum(kv_len[r] for r in active) / len(active)
-            compute = models.gen_step(per_rank, int(mean_kv) // 64 * 64 + 64)
-            # the eager worker's extra time was measured on the GPU timeline (CUDA events)
-            step = iteration_time(compute + cfg.worker_step_overhead_s,
-                                  cfg.gen.host_work_ms * 1e-3
-                                  + models.gen.transceiver_poll_time(len(waiting)),
-                                  models.ctrl["gen"], cfg.gen.layout.pp_size == 1
-                                  and not cfg.gen.disable_overlap_scheduler)
-            add("gen_compute", compute)
-            add("gen_worker_overhead", cfg.worker_step_overhead_s)
-            add("gen_host_work", step.host_work_s)
-            add("gen_control_plane", step.collectives_s)
-            add("gen_steps", 1)
-            add("gen_host_bound_steps", step.bound == "host")
+            step = models.gen_iteration(per_rank, int(mean_kv) // 64 * 64 + 64, len(waiting))
+            gen_steps[step] = gen_steps.get(step, 0) + 1
             step_end = t + step.step_s
             events.append((f"gen{gsrv}", t, step_end, "generation"))
             finished = []

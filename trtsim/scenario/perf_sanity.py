@@ -121,8 +121,12 @@ def perf_mapping(raw: dict, name: str, concurrency: int | None = None) -> tuple[
                       "streaming": bool(bench.get("streaming", True)),
                       "stream_interval": int(gen.get("stream_interval", 1) or 1)},
         "speculative": {"max_draft_len": k, "acceptance": 0.85 if k else 0.0},
-        "transceiver": {"sticky_skip": "off", "runtime": "python" if runtime == "python" else "cpp"},
+        "transceiver": {"sticky_skip": "off", "version": "E",
+                        "runtime": "python" if runtime == "python" else "cpp"},
+        "executor": {"version": "coordinator"},
     }
     notes.append("num_prompts = 8 x concurrency and MTP acceptance 0.85 (DeepSeek-V3 report) "
                  "are trtsim's defaults: the perf-sanity file does not state them")
+    notes.append("the control plane follows TRT-LLM's newest stored code (executor.version "
+                 "coordinator, transceiver.version E); no host work per iteration is sourced")
     return scenario, notes
