@@ -5,7 +5,7 @@ a host-bound loop. One command runs everything on a host and writes one JSON fil
 
 (run from the repository root of a checkout on the GPU machine's 16-core host; gloo through
 spawned processes, then MPI through ``mpirun --allow-run-as-root --oversubscribe -n N`` of this
-script for each N where mpi4py and mpirun are present; about 6 minutes). The MPI part alone:
+script for each N where mpi4py and mpirun are present; a few minutes). The MPI part alone:
 ``mpirun --allow-run-as-root -n 8 python benchmarks/bench_host_gather.py --mpi --json F``.
 Needs torch, numpy and the standard library; mpi4py is optional (without it the MPI part is
 skipped and says so).

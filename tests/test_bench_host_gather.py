@@ -47,3 +47,36 @@ def test_the_gpu_host_command_is_at_the_top_of_the_docstring():
     head = open(SCRIPT).read().split('"""')[1]
     assert "python benchmarks/bench_host_gather.py --ranks 2 8 16 --json " \
         "trtsim/perf/data/host_gather.json\n" in head
+
+
+class _OneRankComm:
+    """mpi4py's COMM_WORLD of one rank, enough for the benchmark's MPI face."""
+
+    def allgather(self, obj):
+        return [obj]
+
+    def Bcast(self, buf, root=0):        # noqa: N802 (mpi4py's spelling)
+        assert root == 0
+
+    def Barrier(self):                  # noqa: N802
+        pass
+
+
+def test_the_mpi_face_runs_both_measurements_on_a_fake_world(monkeypatch):
+    """The MPI rank's code path (payload broadcast as header + bytes, pooled samples, the
+    loop's per-iteration excess) without an MPI library: one rank."""
+    import argparse
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bench_host_gather", SCRIPT)
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, bench)   # its dataclass looks its module up
+    spec.loader.exec_module(bench)
+    comm = bench.MpiComm.__new__(bench.MpiComm)
+    comm.comm, comm.rank, comm.size = _OneRankComm(), 0, 1
+    assert comm.bcast({"ids": [1, 2]}) == {"ids": [1, 2]}
+    args = argparse.Namespace(iters=3, warmup=1, loop_iters=4, work_us=[200.0])
+    res = bench.run_rank(comm, args)
+    assert {r["backend"] for r in res["latency"]} == {"mpi"}
+    assert all(r["samples"] == 12 for r in res["latency"])          # MPI: 4x the calls
+    (loop,) = res["jitter"]
+    assert loop["excess"]["p90_us"] == 0.0 and loop["wait"]["samples"] == 4   # one member

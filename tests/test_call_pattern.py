@@ -40,42 +40,37 @@ def decode_iteration(executor: str, transceiver: str, sticky: str, loop: str) ->
     return steady(res, "gen", rank=4)
 
 
-FETCH = {("world", "fetch_requests"): 1}
+def gathers(send=(0, 0), recv=(0, 0)) -> dict:
+    """A decode iteration's calls: (consensus, outcome) gathers of the send checks over TP 8
+    and of the receive checks over the instance, and the request broadcast."""
+    out = {("tp", "ctx_consensus"): send[0], ("tp", "ctx_outcome"): send[1],
+           ("world", "gen_consensus"): recv[0], ("world", "gen_outcome"): recv[1],
+           ("world", "fetch_requests"): 1}
+    return {k: v for k, v in out.items() if v}
+
+
 CASES = [
     # CLASSIC overlap loop, version C (incident 5.3 before): one check_context_transfer_status(0)
     # per decode iteration (_send_kv_async of the previous batch): its consensus gather and its
     # packed outcome gather over TP 8; no receive check (nothing in transfer).
-    (("classic", "C", "off", "overlap"),
-     {("tp", "ctx_consensus"): 1, ("tp", "ctx_outcome"): 1, **FETCH}),
-    (("classic", "C", "unguarded", "overlap"), FETCH),        # C's own skip
-    (("classic", "C", "guarded", "overlap"), FETCH),          # trtsim's pp == 1 guard
+    (("classic", "C", "off", "overlap"), gathers(send=(1, 1))),
+    (("classic", "C", "unguarded", "overlap"), gathers()),      # C's own skip
+    (("classic", "C", "guarded", "overlap"), gathers()),        # trtsim's pp == 1 guard
     # A and B gather the outcome three times (cancelled, failed, completed)
-    (("classic", "B", "off", "overlap"), {("tp", "ctx_consensus"): 1, ("tp", "ctx_outcome"): 3,
-                                          **FETCH}),
-    (("classic", "A", "off", "overlap"), {("tp", "ctx_consensus"): 1, ("tp", "ctx_outcome"): 3,
-                                          **FETCH}),
+    (("classic", "B", "off", "overlap"), gathers(send=(1, 3))),
+    (("classic", "A", "off", "overlap"), gathers(send=(1, 3))),
     # B's skip needs "no sync": a TP8 generation worker needs TP sync, so it never skips
-    (("classic", "B", "conservative", "overlap"), {("tp", "ctx_consensus"): 1,
-                                                   ("tp", "ctx_outcome"): 3, **FETCH}),
+    (("classic", "B", "conservative", "overlap"), gathers(send=(1, 3))),
     # the coordinator's overlap loop: poll_progress_when_idle and _send_kv_async(previous)
     # each check the send side; poll_gen_transfers checks the receive side every iteration
-    (("coordinator", "E", "off", "overlap"),
-     {("tp", "ctx_consensus"): 2, ("tp", "ctx_outcome"): 2, ("world", "gen_consensus"): 1,
-      ("world", "gen_outcome"): 1, **FETCH}),
+    (("coordinator", "E", "off", "overlap"), gathers(send=(2, 2), recv=(1, 1))),
     # its plain loop adds reap_context_sends after _handle_responses
-    (("coordinator", "E", "off", "plain"),
-     {("tp", "ctx_consensus"): 3, ("tp", "ctx_outcome"): 3, ("world", "gen_consensus"): 1,
-      ("world", "gen_outcome"): 1, **FETCH}),
-    (("coordinator", "E", "unguarded", "overlap"),
-     {("world", "gen_consensus"): 1, ("world", "gen_outcome"): 1, **FETCH}),
+    (("coordinator", "E", "off", "plain"), gathers(send=(3, 3), recv=(1, 1))),
+    (("coordinator", "E", "unguarded", "overlap"), gathers(recv=(1, 1))),
     # version A: prepare_context_requests([]) gathers too, every iteration, on every role
-    (("coordinator", "A", "off", "overlap"),
-     {("tp", "ctx_consensus"): 3, ("tp", "ctx_outcome"): 6, ("world", "gen_consensus"): 1,
-      ("world", "gen_outcome"): 3, **FETCH}),
+    (("coordinator", "A", "off", "overlap"), gathers(send=(3, 6), recv=(1, 3))),
     # trtsim's own loop: both sides polled every iteration, the send side before and after
-    (("trtsim", "trtsim", "off", "plain"),
-     {("tp", "ctx_consensus"): 2, ("tp", "ctx_outcome"): 2, ("world", "gen_consensus"): 1,
-      ("world", "gen_outcome"): 1, **FETCH}),
+    (("trtsim", "trtsim", "off", "plain"), gathers(send=(2, 2), recv=(1, 1))),
 ]
 
 

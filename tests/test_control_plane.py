@@ -16,8 +16,12 @@ def census(path: str, **overrides):
 
 
 def by_label(control, role: str) -> dict:
-    return {(label, kind, size): calls for r, label, kind, size, calls in control.detail
+    return {(label, kind, size): calls for r, label, kind, size, _, calls in control.detail
             if r == role}
+
+
+def meeting(control, role: str) -> dict:
+    return {label: meet for r, label, _, _, meet, _ in control.detail if r == role}
 
 
 STICKY = "scenarios/incident_sticky_skip.yaml"   # executor classic, transceiver C
@@ -44,6 +48,9 @@ def test_5_3_the_change_removes_two_gathers_per_decode_iteration(variant):
     assert gone == {("ctx_consensus", "tp", 8): 1.0, ("ctx_outcome", "tp", 8): 1.0}
     assert before.gen.sync_points - after.gen.sync_points == pytest.approx(1.0)
     assert by_label(before, "ctx") == by_label(after, "ctx")   # DEP4: no gather to skip
+    assert meeting(before, "gen") == {"ctx_consensus": "sync", "ctx_outcome": "aligned",
+                                      "fetch_requests": "rooted", "gen_consensus": "sync",
+                                      "gen_outcome": "aligned"}
 
 
 def test_5_3_context_workers_adp_gathers_of_the_classic_loop():
@@ -77,6 +84,10 @@ def test_dep8_generation_server_gathers_of_the_coordinator(path):
         ("first_token", "tp"), ("rank_states", "tp"), ("responses", "tp"), ("timeouts", "tp"),
         ("transfer_responses", "tp")]}
     assert control.gen.sync == ((8, 4.0),) and control.gen.rooted == ((8, 4.0),)
+    assert meeting(control, "gen") == {
+        "can_queue": "sync", "error_sync": "sync", "rank_states": "sync", "timeouts": "sync",
+        "fetch_requests": "rooted", "first_token": "rooted", "responses": "rooted",
+        "transfer_responses": "rooted"}
 
 
 def test_gathers_right_after_another_are_aligned():

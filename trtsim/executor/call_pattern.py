@@ -44,6 +44,8 @@ class CallPattern:
     flush_gather: bool           # _flush_pending_transfer_responses: a tp_gather (ADP)
     responses_every_iteration: bool   # plain loop: the responses tp_gather (ADP) even when
     #                                   nothing was queued (the overlap loop always gathers)
+    previous_if_queued: bool     # overlap loop: process the previous batch whenever it was
+    #                              queued (instance-wide under ADP); else only a non-empty one
 
     def sends_after_update(self, queued: bool, overlap: bool) -> int:
         """check_context_transfer_status(0) calls once a batch was (or was not) queued."""
@@ -53,10 +55,19 @@ class CallPattern:
 
 
 PATTERNS = {
-    "trtsim": CallPattern("trtsim", "waiting", True, False, "always", 1, 1, False, True, True,
-                          False, False, True),
-    "classic": CallPattern("classic", "new_if_any", False, True, "nothing_fits", 1, 0, False,
-                           False, False, True, False, False),
-    "coordinator": CallPattern("coordinator", "new_always", True, True, "always", 2, 0, True,
-                               False, True, True, True, False),
+    "trtsim": CallPattern(
+        "trtsim", prepare="waiting", gen_poll_always=True, gen_check_after_admit=False,
+        send_poll_after_schedule="always", sends_after_forward=1, sends_when_idle=1,
+        adp_error_votes=False, adp_balance=True, adp_timeouts=True, first_token_gather=False,
+        flush_gather=False, responses_every_iteration=True, previous_if_queued=False),
+    "classic": CallPattern(
+        "classic", prepare="new_if_any", gen_poll_always=False, gen_check_after_admit=True,
+        send_poll_after_schedule="nothing_fits", sends_after_forward=1, sends_when_idle=0,
+        adp_error_votes=False, adp_balance=False, adp_timeouts=False, first_token_gather=True,
+        flush_gather=False, responses_every_iteration=False, previous_if_queued=True),
+    "coordinator": CallPattern(
+        "coordinator", prepare="new_always", gen_poll_always=True, gen_check_after_admit=True,
+        send_poll_after_schedule="always", sends_after_forward=2, sends_when_idle=0,
+        adp_error_votes=True, adp_balance=False, adp_timeouts=True, first_token_gather=True,
+        flush_gather=True, responses_every_iteration=False, previous_if_queued=True),
 }

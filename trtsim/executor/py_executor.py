@@ -96,9 +96,7 @@ class PyExecutor:
         if overlap:
             previous = self._prev_batch
             self._prev_batch = (batch, self.forward(batch), queued)
-            # trtsim updates a non-empty previous batch; TRT-LLM's loops process the previous
-            # batch whenever it was queued (instance-wide under ADP)
-            if previous and (previous[2] if self.pattern.name != "trtsim" else previous[0]):
+            if previous and (previous[2] if self.pattern.previous_if_queued else previous[0]):
                 self.update(previous[0], previous[1], True, overlap=True)
         else:
             self.update(batch, self.forward(batch), queued)

@@ -70,16 +70,16 @@ def census_run(ctx: InstanceConfig, gen: InstanceConfig, transceiver: Transceive
 
 
 def per_forward_iteration(census: Census, reports, role: str, inst: InstanceConfig
-                          ) -> tuple[HostCollectives, tuple[tuple[str, str, str, int, float], ...]]:
+                          ) -> tuple[HostCollectives, tuple[tuple, ...]]:
     """Calls per rank in the iterations where the role's instance forwarded a batch: by how
-    the members meet, and by (role, label, group kind, group size, calls)."""
+    the members meet, and by (role, label, group kind, group size, how they meet, calls)."""
     forward = {s.iteration for r in reports if r.role == role for s in r.stats if s.batch}
     ranks = sum(r.role == role for r in reports)
     rows = [r for r in census.select(role=role) if r.iteration in forward and r.kind != "p2p"
             and r.label not in INIT_LABELS]
     tp_labels = {(r.rank, r.iteration, r.label) for r in rows if r.kind == "tp"}
     counts: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
-    labels: dict[tuple[str, str, int], int] = defaultdict(int)
+    labels: dict[tuple[str, str, int, str], int] = defaultdict(int)
     for r in rows:
         size = inst.layout.group_size(r.kind)
         if size <= 1:
@@ -92,7 +92,7 @@ def per_forward_iteration(census: Census, reports, role: str, inst: InstanceConf
         else:
             kind = "sync"
         counts[kind][size] += r.count
-        labels[(r.label, r.kind, size)] += r.count
+        labels[(r.label, r.kind, size, kind)] += r.count
     per = max(1, ranks * len(forward))
     colls = HostCollectives(**{k: tuple((n, c / per) for n, c in sorted(v.items()))
                                for k, v in counts.items()})

@@ -69,8 +69,8 @@ class PerfResult:
         lines = [f"{self.scenario.name}: {c.model} on {c.hardware}, ctx {c.ctx.servers}x"
                  f"({_describe(c.ctx)}), gen {c.gen.servers}x({_describe(c.gen)})"
                  f", sticky_skip {self.scenario.sticky_skip}, runtime {c.runtime}",
-                 f"control plane counted on {self.control.source}, per forward rank-iteration "
-                 f"(group size, calls): ctx {self.control.ctx}, gen {self.control.gen}",
+                 f"control plane counted on {self.control.source}; calls per forward "
+                 f"rank-iteration:", self.control.table(),
                  f"host collectives priced from {c.host_backend}: {self.price_source}",
                  self.step_summary()]
         width = max(len(k) for k in self.metrics)

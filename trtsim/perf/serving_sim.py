@@ -79,12 +79,13 @@ class ControlPlane:
     ctx: HostCollectives = HostCollectives()
     gen: HostCollectives = HostCollectives()
     source: str = ""
-    detail: tuple = ()      # (role, label, group kind, group size, calls per rank-iteration)
+    detail: tuple = ()      # (role, label, group kind, group size, sync | aligned | rooted,
+    #                         calls per forward rank-iteration)
 
     def table(self) -> str:
-        """One line per counted call: role, label, group, calls per forward rank-iteration."""
-        return "\n".join(f"  {role:<4} {label:<20} {kind:<6} {size:>3} ranks  {calls:6.3f}"
-                         for role, label, kind, size, calls in self.detail)
+        """One line per counted call: role, label, group, how members meet, calls."""
+        return "\n".join(f"  {role:<4} {label:<20} {kind:<6} {size:>3} ranks  {meet:<8} "
+                         f"{calls:6.3f}" for role, label, kind, size, meet, calls in self.detail)
 
 
 @dataclass(frozen=True)
