@@ -16,5 +16,6 @@ setup(
     packages=find_packages(include=["trtsim", "trtsim.*"])
     + [f"trtsim._shipped.{folder}" for folder in SHIPPED],
     package_dir={f"trtsim._shipped.{folder}": folder for folder in SHIPPED},
-    package_data={f"trtsim._shipped.{folder}": globs for folder, globs in SHIPPED.items()},
+    package_data={"trtsim.perf": ["data/*.json"],     # the measured host-collective prices
+                  **{f"trtsim._shipped.{folder}": globs for folder, globs in SHIPPED.items()}},
 )

@@ -35,8 +35,8 @@ def test_functional_run_statuses():
 
 def test_perf_run_statuses():
     out = cli("run", "incident_sticky_skip", "--census")
-    assert out.returncode == 0 and "calls in groups of 8" in out.stdout
-    assert "calls per rank-iteration" in out.stdout          # --census on a perf scenario
+    assert out.returncode == 0 and "8 ranks  sync" in out.stdout
+    assert "calls per forward rank-iteration" in out.stdout  # --census on a perf scenario
     assert "((" not in out.stdout                            # no raw tuples
     bad_input(cli("run", "incident_sticky_skip", "--set", "gen.tp=3", "--set", "gen.ep=1"),
               "incident_sticky_skip.yaml", "gen:", "tp=3", "num_kv_heads=4")

@@ -20,6 +20,22 @@ def test_delta_and_table():
                for line in lines)
 
 
+def test_bands_pair_like_prices_and_show_in_the_table():
+    """Before and after priced on the same measured machine: the change at low prices pairs
+    the two low-price runs; the band is the spread of the change over the quantiles."""
+    by = lambda x: {"low": {"tput": x[0]}, "central": {"tput": x[1]}, "high": {"tput": x[2]}}  # noqa: E731
+    c = Comparison({"tput": 100.0}, {"tput": 110.0}, before_by=by((120.0, 100.0, 80.0)),
+                   after_by=by((121.0, 110.0, 100.0)))
+    band = c.band
+    assert band["before"]["tput"] == (80.0, 120.0) and band["after"]["tput"] == (100.0, 121.0)
+    lo, hi = band["delta_pct"]["tput"]
+    assert lo == pytest.approx(100 * 1 / 120) and hi == pytest.approx(25.0)
+    table = c.table()
+    assert "[+0.8%, +25.0%]" in table and "p10 and p90" in table
+    assert c.to_dict()["band"]["delta_pct"]["tput"] == [pytest.approx(lo), pytest.approx(hi)]
+    assert Comparison({"tput": 1.0}, {"tput": 2.0}).band == {}
+
+
 def test_compare_functional_scenarios_with_two_override_sets():
     c = compare("scenarios/executor_ctx_adp4_gen_tp8.yaml", None,
                 {"workload.num_requests": 8}, {"workload.num_requests": 8,
@@ -38,9 +54,12 @@ def test_cli_compare_json(tmp_path):
     assert "Before" in out.stdout and "output_throughput" in out.stdout
     data = json.loads(out_json.read_text())
     assert set(data) == {"schema", "schema_version", "trtsim_version", "before", "after",
-                         "delta_pct"}
+                         "delta_pct", "band"}
     assert data["schema"] == "trtsim/compare"
     assert data["delta_pct"]["output_throughput"] > 0
+    lo, hi = data["band"]["delta_pct"]["output_throughput"]
+    assert 0 < lo <= data["delta_pct"]["output_throughput"] <= hi
+    assert "Δ band" in out.stdout
     missing = subprocess.run([sys.executable, "-m", "trtsim", "compare",
                               "scenarios/incident_sticky_skip.yaml"], capture_output=True,
                              text=True, timeout=60)

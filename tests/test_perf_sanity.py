@@ -5,10 +5,11 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from trtsim.scenario.functional import ScenarioError
 from trtsim.scenario.perf import load_perf
-from trtsim.scenario.perf_sanity import import_perf_sanity
+from trtsim.scenario.perf_sanity import import_perf_sanity, perf_mapping
 
 DIR = "tests/data/perf_sanity"
 
@@ -17,12 +18,16 @@ def test_v4_pro_file_of_incident_5_3():
     scen, notes = import_perf_sanity(f"{DIR}/gb300_deepseek-v4-pro-fp4_8k1k_con8_ctx1_dep4_gen4_tep8_eplb0_mtp3_ccb-NIXL.yaml")
     assert (scen["hardware"], scen["model"]) == ("GB300", "V4-Pro")
     assert scen["ctx"] == {"servers": 1, "tp": 4, "pp": 1, "ep": 4, "attention_dp": True,
-                           "max_batch_size": 2, "max_num_tokens": 8192}
+                           "max_batch_size": 2, "max_num_tokens": 8192,
+                           "disable_overlap_scheduler": False}
     assert scen["gen"]["servers"] == 4 and scen["gen"]["tp"] == 8 and not scen["gen"]["attention_dp"]
     assert scen["benchmark"]["input_length"] == 7456 and scen["benchmark"]["output_length"] == 923
     assert scen["benchmark"]["stream_interval"] == 100 and scen["benchmark"]["multi_round"] == 10
     assert scen["speculative"]["max_draft_len"] == 3
     assert scen["transceiver"]["runtime"] == "python"
+    # an imported file follows the newest stored TRT-LLM code, and says so
+    assert scen["executor"] == {"version": "coordinator"} and scen["transceiver"]["version"] == "E"
+    assert any("executor.version coordinator" in n for n in notes)
     assert any("kv_cache_config" in n for n in notes) and any("environment" in n for n in notes)
     load_perf(scen)      # it is a valid perf scenario
 
@@ -34,6 +39,18 @@ def test_gpu_and_model_from_the_file_name_and_nextn_layers():
     assert any("[16, 32]" in n for n in notes)
     assert scen["speculative"]["max_draft_len"] == 1 and scen["ctx"]["servers"] == 2
     assert scen["transceiver"]["runtime"] == "cpp"
+
+
+def test_disable_overlap_scheduler_is_read_per_role():
+    path = f"{DIR}/gb200_deepseek-r1-fp4_1k1k_con16_ctx2_dep4_gen1_dep8_eplb0_mtp1_ccb-UCX.yaml"
+    with open(path) as f:
+        raw = yaml.safe_load(f)
+    raw["worker_config"]["ctx"]["disable_overlap_scheduler"] = True
+    scen, notes = perf_mapping(raw, path)
+    assert scen["ctx"]["disable_overlap_scheduler"] is True
+    assert scen["gen"]["disable_overlap_scheduler"] is False
+    assert not any("disable_overlap_scheduler" in n for n in notes)
+    assert load_perf(scen).config.ctx.disable_overlap_scheduler is True
 
 
 def test_no_speculation_and_defaults():

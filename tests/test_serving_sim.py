@@ -1,29 +1,38 @@
 """The cluster-scale serving simulation: closed-form cases, the incident scenarios, speed."""
 
 import time
+from dataclasses import replace
 
 import pytest
 
 from trtsim.jobs.perf_run import run_perf
 from trtsim.layout import ParallelLayout
+from trtsim.perf.iteration import HostCollectives
 from trtsim.perf.serving_sim import (BenchmarkConfig, ControlPlane, InstanceConfig, PerfConfig,
                                      _Models, simulate)
 from trtsim.scenario.functional import ScenarioError
 from trtsim.scenario.perf import load_perf
 
 
-def single(concurrency=1, prompts=4, k=0, alpha=0.0, control=ControlPlane(), osl=8):
-    return PerfConfig("H200_SXM", "DeepSeek-V3", InstanceConfig(layout=ParallelLayout(tp_size=8, ep_size=8)),
-                      InstanceConfig(layout=ParallelLayout(tp_size=8, ep_size=8), max_batch_size=1),
+def single(concurrency=1, prompts=4, k=0, alpha=0.0, control=ControlPlane(), osl=8,
+           overlap=True, gen_host_ms=0.0):
+    tep8 = ParallelLayout(tp_size=8, ep_size=8)
+    return PerfConfig("H200_SXM", "DeepSeek-V3",
+                      InstanceConfig(layout=tep8, disable_overlap_scheduler=not overlap),
+                      InstanceConfig(layout=tep8, max_batch_size=1, host_work_ms=gen_host_ms,
+                                     disable_overlap_scheduler=not overlap),
                       BenchmarkConfig(concurrency=concurrency, num_prompts=prompts,
                                       input_length=1024, output_length=osl),
                       max_draft_len=k, acceptance=alpha, control=control)
 
 
-def test_one_request_at_a_time_has_the_analytic_latency():
-    cfg = single()
+@pytest.mark.parametrize("overlap", [True, False])
+def test_one_request_at_a_time_has_the_analytic_latency(overlap):
+    cfg = single(overlap=overlap)
     m = _Models(cfg)
-    prefill = m.prefill(1024, 1) + m.tx.prepare_s
+    # the transfer's host preparation overlaps the prefill, or follows it
+    prefill = max(m.prefill(1024, 1), m.tx.prepare_s) if overlap else \
+        m.prefill(1024, 1) + m.tx.prepare_s
     transfer = m.transfer(1024)
     res = simulate(cfg)
     rec = res.records[0]
@@ -34,15 +43,37 @@ def test_one_request_at_a_time_has_the_analytic_latency():
     assert res.metrics["avg_decoded_tokens_per_iter"] == pytest.approx(1.0)
 
 
-def test_control_plane_cost_adds_to_every_step():
-    base = simulate(single())
-    gathers = ControlPlane(gen=((8, 4.0),))
-    slow = simulate(single(control=gathers))
-    m = _Models(single())
-    per_step = gathers.cost("gen", m.host)
-    # 8 generation steps per request, 4 requests back to back
+GATHERS = ControlPlane(gen=HostCollectives(sync=((8, 2.0),), aligned=((8, 2.0),),
+                                           rooted=((8, 1.0),)))
+
+
+def test_a_host_bound_step_pays_every_collective():
+    """20 ms of host work per iteration against a ~3 ms GPU step: the host path sets the step,
+    so each gather's price lands on every step (8 steps per request, 4 requests in turn)."""
+    base = simulate(single(gen_host_ms=20.0))
+    slow = simulate(single(gen_host_ms=20.0, control=GATHERS))
+    per_step = _Models(single(gen_host_ms=20.0, control=GATHERS)).ctrl["gen"]
+    assert per_step > 0
     assert slow.metrics["duration"] - base.metrics["duration"] == pytest.approx(
         4 * 8 * per_step, rel=1e-6)
+    assert slow.breakdown["gen_host_bound_steps"] == slow.breakdown["gen_steps"] == 32
+
+
+def test_a_gpu_bound_step_hides_the_host_behind_the_overlap():
+    """No host work: the collectives' microseconds fit under the GPU step with overlap and
+    add to it without."""
+    hidden = simulate(single(control=GATHERS)), simulate(single())
+    assert hidden[0].metrics["duration"] == pytest.approx(hidden[1].metrics["duration"])
+    assert hidden[0].breakdown["gen_host_bound_steps"] == 0
+    serial = simulate(single(control=GATHERS, overlap=False)), simulate(single(overlap=False))
+    assert serial[0].metrics["duration"] > serial[1].metrics["duration"]
+
+
+def test_price_quantiles_order_the_predictions():
+    cfg = single(gen_host_ms=20.0, control=GATHERS)
+    durations = [simulate(replace(cfg, price_quantile=q)).metrics["duration"]
+                 for q in ("low", "central", "high")]
+    assert durations == sorted(durations) and durations[0] < durations[2]
 
 
 def test_mtp_acceptance_length_follows_alpha():
@@ -61,8 +92,12 @@ def test_sticky_skip_removes_generation_gathers_in_the_5_3_scenario():
     before = run_perf("scenarios/incident_sticky_skip.yaml")
     after = run_perf("scenarios/incident_sticky_skip.yaml",
                      {"transceiver.sticky_skip": "guarded"})
-    assert sum(n for _, n in after.control.gen) < sum(n for _, n in before.control.gen) - 3
+    assert before.control.gen.calls - after.control.gen.calls == pytest.approx(2.0)
     assert after.metrics["output_throughput"] > before.metrics["output_throughput"]
+    # host-bound: 12.5 ms of sourced host work against the roofline's ~4.1 ms
+    assert before.breakdown["gen_host_bound_steps"] == before.breakdown["gen_steps"]
+    lo, hi = before.band["output_throughput"]
+    assert lo <= before.metrics["output_throughput"] <= hi and lo < hi
     assert {k for k, *_ in before.comparison()} >= {"output_throughput", "mean_tpot_ms",
                                                    "mean_ttft_ms", "duration"}
 
@@ -92,6 +127,9 @@ def test_the_5_3_benchmark_simulates_within_ten_seconds():
     ({"transceiver.sticky_skip": "maybe"},
      "transceiver.sticky_skip: sticky_skip='maybe'; expected one of off"),
     ({"speculative.acceptance": 1.5}, "acceptance=1.5 must be in [0, 1)"),
+    ({"gen.host_work_ms": -1}, "host_work_ms=-1 must be a number of ms >= 0"),
+    ({"host_backend": "nccl"}, "host_backend: 'nccl' is not one of mpi, gloo"),
+    ({"executor.version": "v9"}, "executor.version: version='v9'; expected one of trtsim"),
 ])
 def test_bad_perf_scenarios_name_the_key(overrides, message):
     with pytest.raises(ScenarioError) as info:

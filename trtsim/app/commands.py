@@ -32,15 +32,6 @@ def _single_threaded_torch() -> None:
     torch.set_num_threads(1)
 
 
-def control_plane_table(control) -> str:
-    """A perf run's census: the host collectives it priced, per role and group size."""
-    lines = ["role  group size  calls per rank-iteration", "----  ----------  ------------------------"]
-    for role in ("ctx", "gen"):
-        for size, calls in getattr(control, role):
-            lines.append(f"{role:<4}  {size:<10}  {calls:.3f}")
-    return "\n".join(lines)
-
-
 def cmd_run(args) -> int:
     from ..jobs.dispatch import run_any
     from ..timeline.trace import write_trace
@@ -59,7 +50,7 @@ def cmd_run(args) -> int:
     if args.census:
         print()
         print(result.census.table() if result.census is not None
-              else control_plane_table(result.control))
+              else result.control.table())
     if args.json:
         write_json(args.json, result_document(result, census_rows=args.census_rows))
     if args.trace:

@@ -1,45 +1,96 @@
-"""trtsim.compare: two runs side by side, Before / After / Delta, as a performance PR shows."""
+"""trtsim.compare: two runs side by side, Before / After / Delta, as a performance PR shows.
+
+A perf run also carries its metrics at the low and high ends of the measured host prices
+(``PerfResult.by_quantile``); the comparison then shows each side's band and the band of the
+change, pairing like with like (both runs priced on the same measured machine: the low-price
+change is the before and after at low prices)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+_ENDS = ("low", "central", "high")
+
+
+def _pct(b, a) -> float | None:
+    if isinstance(b, (int, float)) and isinstance(a, (int, float)) and b:
+        return (a - b) / abs(b) * 100.0
+    return None
 
 
 @dataclass
 class Comparison:
-    """``before`` and ``after`` metrics (same names), and the change in percent."""
+    """``before`` and ``after`` metrics (same names), the change in percent, and, for perf
+    runs, the metrics at each end of the price spread (``*_by``: quantile -> metrics)."""
 
     before: dict
     after: dict
     labels: tuple[str, str] = ("before", "after")
+    before_by: dict = field(default_factory=dict)
+    after_by: dict = field(default_factory=dict)
 
     @property
     def delta_pct(self) -> dict:
         out = {}
         for k, b in self.before.items():
-            a = self.after.get(k)
-            if isinstance(b, (int, float)) and isinstance(a, (int, float)) and b:
-                out[k] = (a - b) / abs(b) * 100.0
+            d = _pct(b, self.after.get(k))
+            if d is not None:
+                out[k] = d
+        return out
+
+    @property
+    def band(self) -> dict:
+        """{before, after, delta_pct}: metric -> (lowest, highest) over the price quantiles;
+        empty when the runs carry no quantiles."""
+        ends = [q for q in _ENDS if q in self.before_by and q in self.after_by]
+        if not ends:
+            return {}
+        out: dict = {"before": {}, "after": {}, "delta_pct": {}}
+        for k in self.delta_pct:
+            b = [self.before_by[q][k] for q in ends]
+            a = [self.after_by[q][k] for q in ends]
+            d = [_pct(x, y) for x, y in zip(b, a)]
+            out["before"][k], out["after"][k] = (min(b), max(b)), (min(a), max(a))
+            if None not in d:
+                out["delta_pct"][k] = (min(d), max(d))
         return out
 
     def table(self) -> str:
         keys = [k for k in self.before if k in self.after]
         width = max([len(k) for k in keys] + [6])
+        band = self.band
         head = f"{'metric':<{width}}  {'Before':>12}  {'After':>12}  {'Δ':>8}"
+        if band:
+            head += f"  {'Δ band':>18}  {'Before band':>22}  {'After band':>22}"
         lines = [head, "-" * len(head)]
         delta = self.delta_pct
         for k in keys:
             b, a = self.before[k], self.after[k]
             d = f"{delta[k]:+.1f}%" if k in delta else ""
-            lines.append(f"{k:<{width}}  {_num(b):>12}  {_num(a):>12}  {d:>8}")
+            line = f"{k:<{width}}  {_num(b):>12}  {_num(a):>12}  {d:>8}"
+            if band and k in band["delta_pct"]:
+                lo, hi = band["delta_pct"][k]
+                line += f"  {f'[{lo:+.1f}%, {hi:+.1f}%]':>18}  {_range(band['before'][k]):>22}" \
+                        f"  {_range(band['after'][k]):>22}"
+            lines.append(line)
+        if band:
+            lines.append("bands: the host prices at p10 and p90 of their measured spread")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        return {"before": self.before, "after": self.after, "delta_pct": self.delta_pct}
+        out = {"before": self.before, "after": self.after, "delta_pct": self.delta_pct}
+        if self.band:
+            out["band"] = {side: {k: list(v) for k, v in rows.items()}
+                           for side, rows in self.band.items()}
+        return out
 
 
 def _num(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+def _range(pair) -> str:
+    return f"[{_num(float(pair[0]))}, {_num(float(pair[1]))}]"
 
 
 def _numeric(metrics: dict) -> dict:
@@ -48,14 +99,18 @@ def _numeric(metrics: dict) -> dict:
 
 
 def comparison(before, after) -> Comparison:
-    """Every numeric metric of two finished runs, side by side."""
-    return Comparison(_numeric(before.metrics), _numeric(after.metrics))
+    """Every numeric metric of two finished runs, side by side (with the bands of perf runs,
+    which carry their metrics at each end of the price spread)."""
+    def ends(res) -> dict:
+        return {q: _numeric(m) for q, m in getattr(res, "by_quantile", {}).items()}
+    return Comparison(_numeric(before.metrics), _numeric(after.metrics),
+                      before_by=ends(before), after_by=ends(after))
 
 
 def compare(a, b=None, set_a: dict | None = None, set_b: dict | None = None,
             progress=None) -> Comparison:
     """Run ``a`` with ``set_a`` and ``b`` (default: ``a`` again) with ``set_b``; compare every
-    numeric metric."""
+    numeric metric (and, for perf runs, their bands)."""
     from ..jobs.dispatch import run_any
     before = run_any(a, set_a, progress)
     after = run_any(b if b is not None else a, set_b, progress)

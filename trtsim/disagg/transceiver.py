@@ -15,6 +15,14 @@ and skip the consensus gathers. The variants (``sticky_skip``): ``off`` never sk
 session ever opened; ``guarded`` skips only when pp == 1 (the fix of incident 5.3). Under
 attention DP the DP ranks hold different requests, so their markers flip at different times:
 a skip is legal only if every member of every group it would have used skips with it.
+
+``version`` follows one of TensorRT-LLM's stored KvCacheTransceiverV2 versions where they
+differ in which gathers run (docs/PERF_MODEL.md, "The call pattern"): A has no skip and three
+outcome gathers; B adds the markers, three outcome gathers; C and E gather the outcome once
+(packed lists) and skip ``prepare_context_requests``'s gather when no request waits. In every
+version the receive side skips only where no sync is needed (B, C, E) or never (A); the send
+side follows ``sticky_skip``. ``trtsim`` applies ``sticky_skip`` to both sides and ``outcome``
+as set.
 """
 
 from __future__ import annotations
@@ -56,11 +64,34 @@ class TransceiverConfig:
     async_consensus: bool = field(
         default=False, metadata={"help": "context PP consensus as p2p ballots round the ring "
                                  "(TP1/PP>1) instead of blocking pp_allgathers"})
+    version: Literal["trtsim", "A", "B", "C", "E"] = field(
+        default="trtsim", metadata={"help": "the TensorRT-LLM KvCacheTransceiverV2 whose "
+                                    "gathers are followed: A (three outcome gathers, no skip), "
+                                    "B (markers, three outcome gathers), C or E (one packed "
+                                    "outcome gather, no prepare gather while nothing waits); "
+                                    "trtsim: sticky_skip on both sides, outcome as set"})
 
     def __post_init__(self) -> None:
         require_choices(self)
         if self.timeout_iters is not None and self.timeout_iters < 1:
             raise ValueError(f"timeout_iters={self.timeout_iters!r} must be >= 1")
+
+    @property
+    def outcome_gathers(self) -> str:
+        """packed or separate: the version's outcome consensus (trtsim: ``outcome``)."""
+        return {"A": "separate", "B": "separate", "C": "packed", "E": "packed"}.get(
+            self.version, self.outcome)
+
+    def sticky_for(self, side: str) -> str:
+        """The short-circuit rule of one side (ctx: send checks, gen: receive checks)."""
+        if side == "gen" and self.version != "trtsim":
+            return "off" if self.version == "A" else "conservative"
+        return self.sticky_skip
+
+    @property
+    def prepare_gathers_when_idle(self) -> bool:
+        """Whether prepare_context_requests gathers with no request waiting (A, B, trtsim)."""
+        return self.version not in ("C", "E")
 
 
 STICKY_VARIANTS = choices(TransceiverConfig, "sticky_skip")
@@ -108,8 +139,8 @@ class KvCacheTransceiverV2:
         self.layer_num_per_pp = dist.pp_allgather(len(kv.layers), label="layer_num_per_pp")
 
     # -- the short-circuit ---------------------------------------------------------------
-    def _may_skip(self, ever_had: bool, need_sync: bool) -> bool:
-        variant = self.config.sticky_skip
+    def _may_skip(self, ever_had: bool, need_sync: bool, side: str) -> bool:
+        variant = self.config.sticky_for(side)
         if variant == "off" or ever_had:
             return False
         if variant == "conservative":
@@ -145,6 +176,8 @@ class KvCacheTransceiverV2:
 
     def prepare_context_requests(self, requests: list[LlmRequest]) -> list[LlmRequest]:
         """Generation-first flow: the context requests every TP/PP peer agrees are ready."""
+        if not requests and not self.config.prepare_gathers_when_idle:
+            return []       # C, E: nothing waits on any rank, so every rank skips together
         ready = set(self._ctx_consensus([r.request_id for r in requests]))
         return [r for r in requests if r.request_id in ready]
 
@@ -152,7 +185,7 @@ class KvCacheTransceiverV2:
                                       mark_complete: bool = False):
         """Poll (or with None, finish) the send sessions; returns (completed, failed) ids."""
         if self._may_skip(self.ever_had_send_session,
-                          self.ctx_need_tp_sync or self.ctx_need_pp_sync):
+                          self.ctx_need_tp_sync or self.ctx_need_pp_sync, "ctx"):
             self.num_skipped_checks += 1
             return [], []
         block_all = at_least_request_num is None
@@ -219,7 +252,7 @@ class KvCacheTransceiverV2:
 
     def check_gen_transfer_status(self, at_least_request_num: int | None):
         """Poll (or with None, finish) the receive sessions; (completed, failed, cancelled)."""
-        if self._may_skip(self.ever_had_recv_session, self.gen_need_sync):
+        if self._may_skip(self.ever_had_recv_session, self.gen_need_sync, "gen"):
             self.num_skipped_checks += 1
             return [], [], []
         block_all = at_least_request_num is None
@@ -313,7 +346,7 @@ class KvCacheTransceiverV2:
         if not gathers:
             return combine_outcomes(to_process, *([list(x)] for x in lists))
         for allgather in gathers:
-            if self.config.outcome == "packed":
+            if self.config.outcome_gathers == "packed":
                 gathered = allgather([list(x) for x in lists], label=label)
                 per = [list(x) for x in zip(*gathered)]
             else:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..checks import require_choices, require_int, require_ints
+from .call_pattern import PATTERNS, CallPattern, ExecutorVersion
 
 
 def _help(text: str, default):
@@ -17,7 +18,9 @@ def _help(text: str, default):
 class ExecutorConfig:
     """PyExecutor options (scenario key ``executor``).
 
-    ``loop``: auto picks ``pp`` when pp > 1, else ``plain``. ``pp_handling``: how PP stages
+    ``loop``: auto picks ``pp`` when pp > 1, else ``plain``; as in TensorRT-LLM, pp > 1 runs the
+    PP loop whatever the overlap setting. ``version``: whose transceiver call pattern the loops
+    follow (``call_pattern.py``). ``pp_handling``: how PP stages
     handle executed batches: ``ring_count`` (after the executed-batch count went round the
     ring, every stage in the same iteration; the runtime's way) or ``on_arrival`` (each stage
     right after its own forward of the micro-batch; stages then act in different iterations).
@@ -38,6 +41,9 @@ class ExecutorConfig:
         "how PP stages handle executed batches: ring_count (every stage in the same iteration) "
         "or on_arrival (each stage right after its own forward)", "ring_count")
     forward_ms: float = _help("the stand-in forward's modelled cost per step (ms)", 1.0)
+    version: ExecutorVersion = _help(
+        "whose transceiver call pattern the loops follow: trtsim, classic (TensorRT-LLM's "
+        "pre-coordinator PyExecutor) or coordinator (its DisaggTransferCoordinator)", "trtsim")
 
     def __post_init__(self) -> None:
         require_choices(self)
@@ -46,14 +52,16 @@ class ExecutorConfig:
         if not isinstance(self.forward_ms, (int, float)) or self.forward_ms < 0:
             raise ValueError(f"forward_ms={self.forward_ms!r} must be a number >= 0")
 
+    @property
+    def pattern(self) -> CallPattern:
+        return PATTERNS[self.version]
+
     def loop_for(self, pp_size: int) -> str:
-        if self.loop == "auto":
-            return "pp" if pp_size > 1 else "plain"
         if self.loop == "pp" and pp_size == 1:
             raise ValueError("loop='pp' needs pp > 1")
-        if self.loop != "pp" and pp_size > 1:
-            raise ValueError(f"loop={self.loop!r} cannot drive pp={pp_size}: use 'pp' or 'auto'")
-        return self.loop
+        if pp_size > 1:
+            return "pp"
+        return "plain" if self.loop == "auto" else self.loop
 
 
 @dataclass(frozen=True)

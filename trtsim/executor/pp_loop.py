@@ -49,10 +49,12 @@ class PipelineLoop:
         if ex.shutdown:
             return
         ex.prepare_and_poll()
-        batch = self._schedule()
-        ex.poll_sends()
-        if not ex.can_forward(batch):
+        batch, admitted = self._schedule()
+        ex.poll_after_schedule(bool(batch or admitted))
+        queued = ex.can_forward(batch)
+        if not queued:
             batch = []
+        ex.first_token_responses(queued)
         emitted = ex.forward(batch)
         act = torch.full((4,), float(ex.iter_counter))
         if not self.first:
@@ -64,7 +66,7 @@ class PipelineLoop:
         if ex.config.pp_handling == "on_arrival" and ex.role == "ctx":
             self._send_on_arrival()
         self._handle(self._executed())
-        ex.end_of_iteration()
+        ex.end_of_iteration(queued)
 
     # -- ring messages -------------------------------------------------------------------
     def _chain(self, value, tag: int, label: str):
@@ -87,24 +89,21 @@ class PipelineLoop:
         ex.shutdown = msg["shutdown"]
         return msg["new"]
 
-    def _schedule(self) -> list[LlmRequest]:
+    def _schedule(self) -> tuple[list[LlmRequest], bool]:
         ex = self.ex
         meta = None
         if self.first:
             batch, admit = schedule(ex.active.values(), ex.kv, ex.config, ex.role, ex.busy)
             meta = {"batch": [r.request_id for r in batch], "admit": [r.request_id for r in admit]}
         meta = self._chain(meta, TAG_SCHED, "pp_schedule")
-        if ex.adp:
+        if ex.adp and ex.pattern.adp_balance:
             ex.dist.tp_allgather(len(meta["batch"]), label="adp_balance")
-        for rid in meta["admit"]:
-            req = ex.active[rid]
-            ex.kv.add_sequence(rid, req.prompt_len)
-            ex.tc.request_and_receive_async(req)
+        ex.receive([ex.active[rid] for rid in meta["admit"]])
         batch = [ex.active[rid] for rid in meta["batch"]]
         for req in batch:
             if req.state == S.CONTEXT_INIT and not ex.kv.has_sequence(req.request_id):
                 ex.kv.add_sequence(req.request_id, req.prompt_len)
-        return batch
+        return batch, bool(meta["admit"])
 
     def _executed(self) -> dict | None:
         """The sample state of the micro-batch that left the last stage, round the ring."""
@@ -141,7 +140,9 @@ class PipelineLoop:
                     self.deferred.append(req)          # this stage sends next iteration
                     continue
                 ex.update_request(req, state["accepted"].get(rid))
-        ex.poll_sends()
+        # each executed micro-batch's sends are polled (trtsim also polls without one)
+        for _ in range(ex.pattern.sends_after_update(state is not None, overlap=False)):
+            ex.poll_sends()
 
     def _send_on_arrival(self) -> None:
         """Stage s sends the KV of the micro-batch it forwarded s iterations ago."""

@@ -15,7 +15,9 @@ One iteration, and the collectives each step issues (labels in quotes):
   6. timeouts (ADP: tp_allgather 'timeouts'), responses (ADP: tp_gather 'responses', even
      when empty), stats.
 The overlap loop launches forward(N) before the update of N-1: the same calls, one batch
-later. The PP loop lives in ``pp_loop.py``.
+later. The PP loop lives in ``pp_loop.py``. Which transfer checks, prepare calls and ADP
+gathers run in an iteration follows ``config.version`` (``call_pattern.py``): trtsim's own
+order above, or one of TensorRT-LLM's loops.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class PyExecutor:
     def __init__(self, dist: Distributed, kv: KVCacheManager, transceiver: KvCacheTransceiverV2,
                  config: ExecutorConfig, requests: list[LlmRequest], sampler=None, seed: int = 0):
         self.dist, self.kv, self.tc, self.config = dist, kv, transceiver, config
+        self.pattern = config.pattern
         self.m = dist.mapping
         self.role = dist.role
         self.adp = self.m.enable_attention_dp
@@ -53,7 +56,8 @@ class PyExecutor:
         self.iter_counter = 0
         self.shutdown = False
         self.stats: list[IterationStats] = []
-        self._prev_batch: tuple[list[LlmRequest], dict[int, int]] | None = None
+        self._prev_batch: tuple[list[LlmRequest], dict[int, int], bool] | None = None
+        self._new: list[LlmRequest] = []           # requests this rank admitted this iteration
         self._stall_iters = 0
         self._pending_responses: list[LlmRequest] = []
         self.busy: set[int] = set()                # PP: requests in a micro-batch in flight
@@ -74,6 +78,8 @@ class PyExecutor:
             self.dist.set_iteration(self.iter_counter)
             step()
             self.iter_counter += 1
+        if self.adp and not (self.pattern.flush_gather or self.pattern.responses_every_iteration):
+            self.deliver_responses()     # every rank stops in the same iteration: symmetric
         return self.report()
 
     def _iteration(self, overlap: bool = False) -> None:
@@ -83,20 +89,24 @@ class PyExecutor:
             return
         self.prepare_and_poll()
         batch = self.schedule_batch()
-        if not self.can_forward(batch):
+        queued = self.can_forward(batch)
+        if not queued:
             batch = []
+        self.first_token_responses(queued)
         if overlap:
             previous = self._prev_batch
-            self._prev_batch = (batch, self.forward(batch))
-            if previous and previous[0]:
-                self.update(*previous)
+            self._prev_batch = (batch, self.forward(batch), queued)
+            if previous and (previous[2] if self.pattern.previous_if_queued else previous[0]):
+                self.update(previous[0], previous[1], True, overlap=True)
         else:
-            self.update(batch, self.forward(batch))
-        self.end_of_iteration()
+            self.update(batch, self.forward(batch), queued)
+        self.end_of_iteration(queued or overlap)
 
     # -- step 1: error sync --------------------------------------------------------------
     def sync_errors(self) -> None:
-        if not self.config.enable_inflight_cancel:
+        # the coordinator's handle_errors_synced votes every iteration under ADP
+        votes = self.adp and self.pattern.adp_error_votes and self.m.world_size > 1
+        if not (self.config.enable_inflight_cancel or votes):
             return
         vote = int(any(r.fault is not None and r.fault.kind == "error"
                        for r in self.active.values()))
@@ -129,6 +139,7 @@ class PyExecutor:
     def admit(self, new: list[LlmRequest]) -> None:
         """Keep the requests routed to this rank (ADP: request i on DP rank i % dp)."""
         self.num_fetched += len(new)
+        self._new = []
         for req in new:
             owner = req.gen_dp_rank if self.role == "gen" else req.ctx_dp_rank
             if self.adp and owner != self.m.dp_rank:
@@ -136,16 +147,28 @@ class PyExecutor:
             req.state = S.DISAGG_GENERATION_INIT if self.role == "gen" else S.CONTEXT_INIT
             req.stamps["arrived"] = self.iter_counter
             self.active[req.request_id] = req
+            self._new.append(req)
 
     # -- step 3: consensus, polls, schedule, admission ------------------------------------
     def prepare_and_poll(self) -> None:
-        if self.role == "ctx":
-            waiting = [r for r in self.active.values() if r.state == S.CONTEXT_INIT]
-            self.tc.prepare_context_requests(waiting)
+        p = self.pattern
+        if p.prepare == "waiting":
+            if self.role == "ctx":
+                self.tc.prepare_context_requests(
+                    [r for r in self.active.values() if r.state == S.CONTEXT_INIT])
+        else:
+            new = [r for r in self._new if r.state == S.CONTEXT_INIT]
+            if new or p.prepare == "new_always":
+                self.tc.prepare_context_requests(new)
         # The executor polls both directions whatever its role, as the runtime does: a pure
         # context worker's receive check (and a generation worker's send check) is where
         # the sticky short-circuit saves its gathers.
-        completed, failed, cancelled = self.tc.check_gen_transfer_status(0)
+        if p.gen_poll_always or any(r.state == S.DISAGG_GENERATION_TRANS_IN_PROGRESS
+                                    for r in self.active.values()):
+            self.take_gen_status(*self.tc.check_gen_transfer_status(0))
+
+    def take_gen_status(self, completed, failed, cancelled) -> None:
+        """Act on check_gen_transfer_status's outcome: verify, start or finish requests."""
         for rid in completed:
             req = self.active[rid]
             req.stamps["transferred"] = self.iter_counter
@@ -165,20 +188,34 @@ class PyExecutor:
 
     def schedule_batch(self) -> list[LlmRequest]:
         batch, admit = schedule(self.active.values(), self.kv, self.config, self.role, self.busy)
-        if self.adp:
+        if self.adp and self.pattern.adp_balance:
             self.dist.tp_allgather(len(batch), label="adp_balance")
-        for req in admit:                     # generation: allocate and open the receive
-            self.kv.add_sequence(req.request_id, req.prompt_len)
-            self.tc.request_and_receive_async(req)
+        self.receive(admit)
         for req in batch:                     # context: the prefill's blocks
             if req.state == S.CONTEXT_INIT and not self.kv.has_sequence(req.request_id):
                 self.kv.add_sequence(req.request_id, req.prompt_len)
-        self.poll_sends()
+        self.poll_after_schedule(bool(batch or admit))
         return batch
 
-    def poll_sends(self) -> None:
-        """check_context_transfer_status(0) (every role) and retire what finished sending."""
-        completed, failed = self.tc.check_context_transfer_status(0)
+    def receive(self, admit: list[LlmRequest]) -> None:
+        """Generation: allocate and open the receive of each admitted request."""
+        for req in admit:
+            self.kv.add_sequence(req.request_id, req.prompt_len)
+            self.tc.request_and_receive_async(req)
+        if admit and self.pattern.gen_check_after_admit:
+            self.take_gen_status(*self.tc.check_gen_transfer_status(0))
+
+    def poll_after_schedule(self, scheduled: bool) -> None:
+        """The send poll after scheduling: every iteration, or (classic) at least one when
+        nothing could be scheduled, to free KV."""
+        if self.pattern.send_poll_after_schedule == "always":
+            self.poll_sends()
+        elif not scheduled:
+            self.poll_sends(1)
+
+    def poll_sends(self, at_least: int = 0) -> None:
+        """check_context_transfer_status(n) (every role) and retire what finished sending."""
+        completed, failed = self.tc.check_context_transfer_status(at_least)
         for rid in completed:
             self.active[rid].state = S.DISAGG_CONTEXT_COMPLETE
             self._finish(self.active[rid])
@@ -240,10 +277,12 @@ class PyExecutor:
             return self.sampler.step(self, batch)        # only the last PP stage samples
         return {}
 
-    def update(self, batch: list[LlmRequest], emitted: dict[int, int]) -> None:
+    def update(self, batch: list[LlmRequest], emitted: dict[int, int], queued: bool = True,
+               overlap: bool = False) -> None:
         for req in batch:
             self.update_request(req, emitted.get(req.request_id))
-        self.poll_sends()
+        for _ in range(self.pattern.sends_after_update(queued, overlap)):
+            self.poll_sends()
 
     def update_request(self, req: LlmRequest, tokens: int | None = None) -> None:
         """Account one forward of ``req``: a prefill (context) or ``tokens`` new tokens."""
@@ -279,16 +318,29 @@ class PyExecutor:
         self.active.pop(req.request_id, None)
         self._pending_responses.append(req)
 
+    def first_token_responses(self, queued: bool) -> None:
+        """TRT-LLM's loops send the first-token responses of a queued batch (ADP: tp_gather)."""
+        if queued and self.adp and self.pattern.first_token_gather:
+            self.dist.tp_gather([], root=0, label="first_token")
+
     # -- step 6 --------------------------------------------------------------------------
-    def end_of_iteration(self) -> None:
-        timed_out = [r.request_id for r in self.active.values()
-                     if r.fault is not None and r.fault.kind == "timeout"]
-        if self.adp:
+    def end_of_iteration(self, queued: bool = True) -> None:
+        p = self.pattern
+        if self.adp and p.adp_timeouts:
+            timed_out = [r.request_id for r in self.active.values()
+                         if r.fault is not None and r.fault.kind == "timeout"]
             self.dist.tp_allgather(timed_out, label="timeouts")
+        if self.adp and p.flush_gather:
+            self.deliver_responses("transfer_responses")
+        if not self.adp or p.responses_every_iteration or queued:
+            self.deliver_responses()
+
+    def deliver_responses(self, label: str = "responses") -> None:
+        """Finished requests' records to rank 0 (ADP: a tp_gather, even when empty)."""
         responses = [_record(r) for r in self._pending_responses]
         self._pending_responses = []
         if self.adp:
-            gathered = self.dist.tp_gather(responses, root=0, label="responses")
+            gathered = self.dist.tp_gather(responses, root=0, label=label)
             responses = [x for part in gathered for x in part] if gathered is not None else []
         if self.m.rank == 0:
             self.finished.extend(responses)

@@ -1,10 +1,13 @@
-"""Perf runs: count the control plane on trtsim's executor, then simulate the benchmark."""
+"""Perf runs: count the control plane on trtsim's executor, then simulate the benchmark three
+times, with every host price at the low (p10), central (mean) and high (p90) end of its
+measured spread: the prediction and its band."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
+from ..perf.host_collectives import HOST_COLLECTIVES, QUANTILES
 from ..perf.serving_sim import PerfConfig, SimResult, simulate
 from ..scenario.perf import PerfScenario, load_perf
 from ..timeline.trace import server_trace
@@ -21,10 +24,12 @@ class PerfResult:
     control: object
     wall_s: float
     sim: SimResult | None = None
+    by_quantile: dict = field(default_factory=dict)   # low/central/high -> metrics
     verdict: str = "ok"
     error: None = None
 
     census = None                      # a perf run prices a census; it does not keep one
+    price_source = HOST_COLLECTIVES.source
 
     @property
     def holds(self) -> bool:
@@ -59,6 +64,13 @@ class PerfResult:
                   for role in ("ctx", "gen")}
         return server_trace(self.sim.events, parts, lambda server: labels.get(server[:3], ""))
 
+    @property
+    def band(self) -> dict[str, tuple[float, float]]:
+        """metric -> (lowest, highest) over the three price quantiles."""
+        runs = [self.by_quantile[q] for q in QUANTILES if q in self.by_quantile] or [self.metrics]
+        return {k: (min(r[k] for r in runs), max(r[k] for r in runs)) for k in self.metrics
+                if isinstance(self.metrics[k], (int, float))}
+
     def comparison(self) -> list[tuple[str, float, float, float]]:
         """(metric, predicted, measured, relative error) for every measured metric."""
         rows = []
@@ -68,31 +80,48 @@ class PerfResult:
                 rows.append((k, p, measured, (p - measured) / measured))
         return rows
 
+    def step_summary(self) -> str:
+        """Mean generation step and its parts, and how many steps were host-bound."""
+        b = self.breakdown
+        n = b.get("gen_steps", 0) or 1
+        parts = [f"{k[4:]} {b.get(k, 0.0) / n * 1e3:.3f} ms" for k in (
+            "gen_compute", "gen_worker_overhead", "gen_host_work", "gen_control_plane")]
+        return (f"generation step (mean over {int(n)}): " + ", ".join(parts)
+                + f"; host-bound {b.get('gen_host_bound_steps', 0) / n:.0%}")
+
     def summary(self) -> str:
         c = self.scenario.config
         lines = [f"{self.scenario.name}: {c.model} on {c.hardware}, ctx {c.ctx.servers}x"
                  f"({_describe(c.ctx)}), gen {c.gen.servers}x({_describe(c.gen)})"
                  f", sticky_skip {self.scenario.sticky_skip}, runtime {c.runtime}",
-                 f"control plane per rank-iteration: ctx {_calls(self.control.ctx)}; "
-                 f"gen {_calls(self.control.gen)}"]
+                 f"control plane counted on {self.control.source}; calls per forward "
+                 f"rank-iteration:", self.control.table(),
+                 f"host collectives priced from {c.host_backend}: {self.price_source}",
+                 self.step_summary()]
         width = max(len(k) for k in self.metrics)
+        band = self.band
         for k, v in self.metrics.items():
-            lines.append(f"  {k:<{width}}  {v:12.4g}")
+            lo, hi = band.get(k, (v, v))
+            lines.append(f"  {k:<{width}}  {v:12.4g}   [{lo:.4g}, {hi:.4g}]")
         rows = self.comparison()
         if rows:
-            lines.append("against the measured row:")
+            lines.append("against the measured row (error at the band's ends in brackets):")
             for k, p, m, e in rows:
+                lo, hi = band[k]
                 lines.append(f"  {k:<{width}}  predicted {p:10.4g}  measured {m:10.4g}  "
-                             f"error {e:+.1%}")
+                             f"error {e:+.1%} [{(lo - m) / m:+.1%}, {(hi - m) / m:+.1%}]")
         lines.append(f"simulated in {self.wall_s:.2f} s")
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
         return {"kind": "perf", "scenario": self.scenario.name, "source": self.scenario.source,
                 "verdict": self.verdict, "holds": True, "metrics": self.metrics,
-                "control_plane": {role: [{"group_size": size, "calls_per_rank_iteration": n}
-                                         for size, n in getattr(self.control, role)]
-                                  for role in ("ctx", "gen")},
+                "control_plane": {
+                    role: [{"group_size": size, "meet": meet, "calls_per_rank_iteration": n}
+                           for meet in ("sync", "aligned", "rooted")
+                           for size, n in getattr(getattr(self.control, role), meet)]
+                    for role in ("ctx", "gen")},
+                "band": {k: list(v) for k, v in self.band.items()},
                 "breakdown": self.breakdown, "comparison": [
                     {"metric": k, "predicted": p, "measured": m, "relative_error": e}
                     for k, p, m, e in self.comparison()], "wall_s": self.wall_s}
@@ -104,15 +133,19 @@ def run_perf(source, overrides: dict | None = None) -> PerfResult:
         source.raw if isinstance(source, PerfScenario) else source, overrides)
     t0 = time.perf_counter()
     c = scen.config
-    control = measure_control_plane(c.ctx, c.gen, scen.transceiver)
-    cfg = PerfConfig(**{**{f.name: getattr(c, f.name) for f in fields(c)}, "control": control})
-    sim = simulate(cfg)
-    return PerfResult(scen, sim.metrics, sim.breakdown, control, time.perf_counter() - t0, sim)
+    control = measure_control_plane(c.ctx, c.gen, scen.transceiver, scen.executor.version)
+    base = {**{f.name: getattr(c, f.name) for f in fields(c)}, "control": control}
+    sims = {q: simulate(PerfConfig(**{**base, "price_quantile": q})) for q in QUANTILES}
+    sim = sims["central"]
+    return PerfResult(scen, sim.metrics, sim.breakdown, control, time.perf_counter() - t0, sim,
+                      {q: r.metrics for q, r in sims.items()})
 
 
-def _calls(pairs) -> str:
-    """``5.97 calls in groups of 4`` for each (group size, calls per rank-iteration)."""
-    return ", ".join(f"{n:.3g} calls in groups of {size}" for size, n in pairs) or "no calls"
+def _calls(collectives) -> str:
+    """``sync: 5.97 calls in groups of 4`` for each way of meeting, group size and count."""
+    return ", ".join(f"{meet}: {n:.3g} calls in groups of {size}"
+                     for meet in ("sync", "aligned", "rooted")
+                     for size, n in getattr(collectives, meet)) or "no calls"
 
 
 def _describe(inst) -> str:

@@ -9,8 +9,11 @@
     cm.kv_transfer_time(8192, dep8)             # s, ctx -> gen
 
 Modules: ``hardware`` (GPUs), ``models`` (shapes, weight formats), ``roofline`` (ops,
-CostModel), ``comm_cost`` (collectives, KV transfer, host-object gathers). All values are
-frozen dataclasses; every function is pure. Figures and their sources: docs/COST_MODEL.md.
+CostModel), ``comm_cost`` (collectives, KV transfer, host-object gathers), ``host_collectives``
+(measured host-collective latency and straggler wait), ``iteration`` (host-bound or GPU-bound
+iterations, with overlap), ``serving_sim`` and ``client`` (the serving benchmark). All values
+are frozen dataclasses; every function is pure. Figures and their sources: docs/COST_MODEL.md,
+docs/PERF_MODEL.md.
 """
 
 from .comm_cost import (CPP_TRANSCEIVER, HOST_GATHER_MEASURED, PYTHON_TRANSCEIVER,
@@ -18,6 +21,8 @@ from .comm_cost import (CPP_TRANSCEIVER, HOST_GATHER_MEASURED, PYTHON_TRANSCEIVE
                         all_reduce_time, all_to_all_time, group_link, host_gather_cost,
                         reduce_scatter_time, send_time)
 from .hardware import B200, GB200, GB300, H100_SXM, H200_SXM, HARDWARE, Hardware, get_hardware
+from .host_collectives import HOST_COLLECTIVES, HostCollectiveData, Spread, load_host_collectives
+from .iteration import HostCollectives, HostPrices, IterationTime, iteration_time
 from .models import (BF16, DEEPSEEK_NVFP4, DEEPSEEK_R1_FP4, DEEPSEEK_V3, FP8, GPT_OSS_120B,
                      GPT_OSS_MXFP4, MODELS, QWEN3_235B_A22B, V4_FP4_FP8, V4_PRO, AttentionSpec,
                      ModelSpec, MoESpec, Precision, get_model)
@@ -32,4 +37,6 @@ __all__ = [
     "Link", "group_link", "all_reduce_time", "all_gather_time", "reduce_scatter_time",
     "all_to_all_time", "send_time", "HostGatherParams", "HOST_GATHER_MEASURED",
     "host_gather_cost", "TransceiverOverhead", "PYTHON_TRANSCEIVER", "CPP_TRANSCEIVER",
+    "HOST_COLLECTIVES", "HostCollectiveData", "Spread", "load_host_collectives",
+    "HostCollectives", "HostPrices", "IterationTime", "iteration_time",
 ]

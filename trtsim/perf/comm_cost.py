@@ -11,8 +11,9 @@ uses: NVLink when the group fits in one NVLink domain, the NIC otherwise. Units:
     all_to_all      1 step,        wire = bytes one rank sends to the others (concurrent peers)
     send (p2p)      1 step,        wire = bytes
 
-Host-object gathers (pickled objects over gloo/MPI, the control plane) use a separate model
-fitted by benchmarks/bench_host_gather.py on the development machine.
+Host-object gathers (pickled objects over gloo, the control plane) use a separate model fitted
+on the development machine: the virtual clock's price. The serving simulation prices host
+collectives from a node-class measurement instead (``host_collectives``).
 """
 
 from __future__ import annotations
@@ -166,8 +167,9 @@ class HostGatherParams:
         return host_gather_cost(n_ranks, payload_bytes, self)
 
 
-# Fitted by benchmarks/bench_host_gather.py (gloo, 2/4/8 spawned processes, 16 B - 64 KB) on the
-# 2-core development VM on 2026-11-29; see docs/COST_MODEL.md for the run and its fit error.
+# Fitted by benchmarks/bench_host_gather.py as of commit 7651b56 (gloo, 2/4/8 spawned processes,
+# 16 B - 64 KB) on the 2-core development VM on 2026-11-29; docs/COST_MODEL.md 6 has the run and
+# its fit error. The virtual clock of functional runs prices host gathers with it.
 HOST_GATHER_MEASURED = HostGatherParams(
     fixed_s=0.0, per_rank_s=711.7e-6, per_excess_rank_s=4064.3e-6, per_byte_s=2.469e-9, cores=2,
     source="benchmarks/bench_host_gather.py, 2-core x86_64 VM, torch 2.13 gloo, 2026-11-29")

@@ -1,5 +1,6 @@
 """Figures measured by trtsim's own benchmarks and used by the performance model, with where
-they come from. (Host-gather costs live in comm_cost.HOST_GATHER_MEASURED.)"""
+they come from. (Host collectives: ``host_collectives`` reads data/host_gather.json; the
+virtual clock's gloo fit is comm_cost.HOST_GATHER_MEASURED.)"""
 
 from __future__ import annotations
 

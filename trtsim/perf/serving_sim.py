@@ -5,11 +5,14 @@ simulate in seconds), fed by two measured or sourced inputs:
 - the per-layer roofline of ``CostModel`` (prefill, MTP verify and draft, KV transfer);
 - the control plane of the real executor: how many host-object collectives each role issues
   per iteration, counted by running trtsim's own PyExecutor on the same layouts (the census),
-  each priced with the host-gather cost measured on this machine.
+  each priced from the host-collective measurement (``host_collectives``), on the host path of
+  an iteration that is GPU-bound or host-bound with or without overlap (``iteration``).
 The client keeps ``concurrency`` requests in flight (closed loop) for ``multi_round`` rounds
 of ``num_prompts``; metrics are computed per round and averaged, as the benchmark reports a
 round. The context pipeline with PP > 1 drains every iteration under blocking consensus (the
 stages rendezvous in the pp_allgather) and stays full under the asynchronous ring.
+``PerfConfig.price_quantile`` reads every host price at the low (p10), central (mean) or high
+(p90) end of its measured spread: three runs give a prediction and its band.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ from __future__ import annotations
 import functools
 import heapq
 import random
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..checks import require_ints
 from ..layout.parallel import ParallelLayout
 from . import comm_cost as cc
 from .client import RequestRecord, serving_metrics
 from .hardware import get_hardware
+from .host_collectives import QUANTILES
+from .iteration import HostCollectives, HostPrices, IterationTime, iteration_time
 from .models import get_model
 from .roofline import CostModel, RequestGroup
 
@@ -36,9 +41,18 @@ class InstanceConfig:
     layout: ParallelLayout = field(default_factory=ParallelLayout, metadata={"flatten": True})
     max_batch_size: int = field(default=8, metadata={"help": "requests per forward per DP rank"})
     max_num_tokens: int = field(default=8192, metadata={"help": "tokens per forward per DP rank"})
+    disable_overlap_scheduler: bool = field(default=False, metadata={
+        "help": "TRT-LLM's worker option: false (its default) overlaps the host's work for the "
+                "next iteration with the GPU's forward"})
+    host_work_ms: float = field(default=0.0, metadata={
+        "help": "host work of one executor iteration besides the counted collectives (ms): "
+                "sourced per scenario, 0 where no source says"})
 
     def __post_init__(self) -> None:
         require_ints(self, "servers", "max_batch_size", "max_num_tokens")
+        if isinstance(self.host_work_ms, bool) or not isinstance(self.host_work_ms, (int, float)) \
+                or not 0 <= self.host_work_ms < 1e4:
+            raise ValueError(f"host_work_ms={self.host_work_ms!r} must be a number of ms >= 0")
 
 
 @dataclass(frozen=True)
@@ -60,14 +74,22 @@ class BenchmarkConfig:
 
 @dataclass(frozen=True)
 class ControlPlane:
-    """Host collectives per iteration and role: (group size, calls per rank-iteration)."""
+    """Host collectives per forward iteration of a rank of each role, and what was counted."""
 
-    ctx: tuple[tuple[int, float], ...] = ()
-    gen: tuple[tuple[int, float], ...] = ()
+    ctx: HostCollectives = HostCollectives()
+    gen: HostCollectives = HostCollectives()
+    source: str = ""
+    detail: tuple = ()      # (role, label, group kind, group size, sync | aligned | rooted,
+    #                         calls per forward rank-iteration)
 
-    def cost(self, role: str, params: cc.HostGatherParams, payload: int = 256) -> float:
-        return sum(n * cc.host_gather_cost(size, payload, params)
-                   for size, n in getattr(self, role))
+    def table(self) -> str:
+        """A header, then one line per counted call: role, label, group, how the members
+        meet, calls per forward rank-iteration."""
+        rows = [("role", "label", "group", "size", "meet", "calls")] + [
+            (role, label, kind, f"{size} ranks", meet, f"{calls:.3f}")
+            for role, label, kind, size, meet, calls in self.detail]
+        return "\n".join(f"  {a:<4} {b:<20} {c:<6} {d:>9}  {e:<8} {f:>6}" for a, b, c, d, e, f
+                         in rows)
 
 
 @dataclass(frozen=True)
@@ -85,7 +107,8 @@ class PerfConfig:
     async_consensus: bool = False
     worker_step_overhead_s: float = 0.0  # incident 5.1: eager instead of graph-replayed steps
     control: ControlPlane = ControlPlane()
-    node_cores: int = 64                 # host cores per node: gathers are not oversubscribed
+    host_backend: str = "mpi"            # TRT-LLM's host collectives run over MPI
+    price_quantile: str = "central"      # low (p10) | central (mean) | high (p90) host prices
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -95,6 +118,9 @@ class PerfConfig:
             raise ValueError(f"runtime={self.runtime!r}; expected python or cpp")
         if not 0 <= self.acceptance < 1:
             raise ValueError(f"acceptance={self.acceptance!r} must be in [0, 1)")
+        if self.price_quantile not in QUANTILES:
+            raise ValueError(f"price_quantile={self.price_quantile!r}; expected one of "
+                             f"{', '.join(QUANTILES)}")
 
 
 @dataclass
@@ -115,13 +141,27 @@ class _Models:
         self.ctx = CostModel(hw, model, cfg.ctx.layout, transceiver=tx)
         self.gen = CostModel(hw, model, cfg.gen.layout, transceiver=tx)
         self.k = cfg.max_draft_len
-        self.host = replace(cc.HOST_GATHER_MEASURED, cores=cfg.node_cores)
+        self.cfg = cfg
+        self.prices = HostPrices(cfg.host_backend, cfg.price_quantile)
+        # the collectives' price per forward iteration of each role (its host work is fixed)
+        self.ctrl = {role: self.prices.collectives_s(getattr(cfg.control, role),
+                                                     getattr(cfg, role).host_work_ms * 1e-3)
+                     for role in ("ctx", "gen")}
         # memoised per instance: the same shapes recur thousands of times in a run
-        for name in ("gen_step", "prefill", "prefill_stages", "transfer"):
+        for name in ("gen_step", "gen_iteration", "prefill", "prefill_stages", "transfer"):
             setattr(self, name, functools.lru_cache(maxsize=None)(getattr(self, name)))
 
     def gen_step(self, batch: int, kv_bucket: int) -> float:
         return self.gen.generation_step_time(batch, kv_bucket, self.k)
+
+    def gen_iteration(self, batch: int, kv_bucket: int, waiting: int) -> IterationTime:
+        """A generation iteration: the roofline step (plus the eager worker's extra time,
+        measured on the GPU timeline with CUDA events) against the host path."""
+        g = self.cfg.gen
+        return iteration_time(self.gen_step(batch, kv_bucket) + self.cfg.worker_step_overhead_s,
+                              g.host_work_ms * 1e-3 + self.gen.transceiver_poll_time(waiting),
+                              self.ctrl["gen"],
+                              g.layout.pp_size == 1 and not g.disable_overlap_scheduler)
 
     def prefill(self, tokens: int, requests: int) -> float:
         return self.ctx.prefill_time(tokens, requests)
@@ -139,8 +179,6 @@ def simulate(cfg: PerfConfig) -> SimResult:
     models = _Models(cfg)
     bench = cfg.benchmark
     rng = random.Random(cfg.seed)
-    ctrl_ctx = cfg.control.cost("ctx", models.host)
-    ctrl_gen = cfg.control.cost("gen", models.host)
     breakdown: dict[str, float] = {}
     events: list[tuple] = []
 
@@ -149,9 +187,17 @@ def simulate(cfg: PerfConfig) -> SimResult:
 
     now = 0.0
     rounds = []
+    gen_steps: dict[IterationTime, int] = {}       # each distinct generation step, how often
     for _ in range(bench.multi_round):
-        records, now = _round(cfg, models, rng, now, ctrl_ctx, ctrl_gen, add, events)
+        records, now = _round(cfg, models, rng, now, add, events, gen_steps)
         rounds.append(serving_metrics(records))
+    for step, n in gen_steps.items():
+        for term, value in (("gen_compute", step.gpu_s - cfg.worker_step_overhead_s),
+                            ("gen_worker_overhead", cfg.worker_step_overhead_s),
+                            ("gen_host_work", step.host_work_s),
+                            ("gen_control_plane", step.collectives_s), ("gen_steps", 1),
+                            ("gen_host_bound_steps", step.bound == "host")):
+            add(term, n * value)
     metrics = {k: sum(r[k] for r in rounds) / len(rounds) for k in rounds[0]}
     metrics["completed"] = sum(r["completed"] for r in rounds)
     return SimResult(metrics, records, breakdown, events)
@@ -165,7 +211,7 @@ def _emitted(rng: random.Random, k: int, alpha: float) -> int:
     return n
 
 
-def _round(cfg, models, rng, start, ctrl_ctx, ctrl_gen, add, events):
+def _round(cfg, models, rng, start, add, events, gen_steps):
     """One round of ``num_prompts`` requests at ``concurrency``; returns records and end."""
     bench, k = cfg.benchmark, cfg.max_draft_len
     records = [RequestRecord(0.0, bench.input_length, 0) for _ in range(bench.num_prompts)]
@@ -219,10 +265,13 @@ def _round(cfg, models, rng, start, ctrl_ctx, ctrl_gen, add, events):
                 compute = max(models.prefill_stages(tokens, per_rank))   # full pipeline
             else:
                 compute = models.prefill(tokens, per_rank)
-            host = ctrl_ctx + models.tx.prepare_s * per_rank
+            step = iteration_time(compute, cfg.ctx.host_work_ms * 1e-3 + models.tx.prepare_s
+                                  * per_rank, models.ctrl["ctx"], cfg.ctx.layout.pp_size == 1
+                                  and not cfg.ctx.disable_overlap_scheduler)
             add("ctx_compute", compute)
-            add("ctx_control_plane", host)
-            done = t + compute + host
+            add("ctx_host_work", step.host_work_s)
+            add("ctx_control_plane", step.collectives_s)
+            done = t + step.step_s
             events.append((f"ctx{server}", t, done, "prefill"))
             for rid in take:
                 gsrv = rid % cfg.gen.servers
@@ -248,13 +297,9 @@ def _round(cfg, models, rng, start, ctrl_ctx, ctrl_gen, add, events):
                 continue
             per_rank = max(1, -(-len(active) // cfg.gen.layout.dp_size))
             mean_kv = sum(kv_len[r] for r in active) / len(active)
-            compute = models.gen_step(per_rank, int(mean_kv) // 64 * 64 + 64)
-            host = ctrl_gen + models.gen.transceiver_poll_time(len(waiting)) \
-                + cfg.worker_step_overhead_s
-            add("gen_compute", compute)
-            add("gen_control_plane", ctrl_gen)
-            add("gen_worker_overhead", cfg.worker_step_overhead_s)
-            step_end = t + compute + host
+            step = models.gen_iteration(per_rank, int(mean_kv) // 64 * 64 + 64, len(waiting))
+            gen_steps[step] = gen_steps.get(step, 0) + 1
+            step_end = t + step.step_s
             events.append((f"gen{gsrv}", t, step_end, "generation"))
             finished = []
             for rid in active:

@@ -6,11 +6,13 @@ simulation with the control plane counted on trtsim's executor.
     hardware: GB300
     model: V4-Pro
     ctx: {servers: 1, tp: 4, ep: 4, attention_dp: true, max_batch_size: 2, max_num_tokens: 8192}
-    gen: {servers: 4, tp: 8, ep: 8, max_batch_size: 1}
+    gen: {servers: 4, tp: 8, ep: 8, max_batch_size: 1, host_work_ms: 12.5}
     benchmark: {concurrency: 16, num_prompts: 128, multi_round: 8, input_length: 7456,
                 output_length: 923, streaming: true, stream_interval: 100}
     speculative: {max_draft_len: 3, acceptance: 0.85}
-    transceiver: {sticky_skip: "off", runtime: python, async_consensus: false}
+    transceiver: {version: C, sticky_skip: "off", runtime: python, async_consensus: false}
+    executor: {version: classic}                  # whose call pattern the census follows
+    host_backend: mpi                             # whose measured host collectives price it
     worker: {bypass_entry_point: false}
     measured: {output_throughput: 600.1, ...}     # optional: a measured row to compare with
 """
@@ -18,9 +20,11 @@ simulation with the control plane counted on trtsim's executor.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
-from ..checks import field_types
+from ..checks import field_types, require_choices
 from ..disagg.transceiver import TransceiverConfig
+from ..executor.call_pattern import ExecutorVersion
 from ..perf.measured import worker_bypass_overhead
 from ..perf.serving_sim import BenchmarkConfig, InstanceConfig, PerfConfig
 from .schema import ScenarioError, build, check_keys, err, scalar, section
@@ -45,6 +49,18 @@ class PerfSpeculative:
 
 
 @dataclass(frozen=True)
+class PerfExecutor:
+    """Which TensorRT-LLM executor loop the control-plane census follows (key ``executor``)."""
+
+    version: ExecutorVersion = field(default="trtsim", metadata={
+        "help": "trtsim, classic (TRT-LLM's pre-coordinator PyExecutor) or coordinator (its "
+                "DisaggTransferCoordinator): where each loop calls the transceiver"})
+
+    def __post_init__(self) -> None:
+        require_choices(self)
+
+
+@dataclass(frozen=True)
 class PerfWorker:
     """The MTP worker's entry point (scenario key ``worker``)."""
 
@@ -60,6 +76,7 @@ class PerfScenario:
     transceiver: TransceiverConfig = field(default_factory=TransceiverConfig)
     speculative: PerfSpeculative = field(default_factory=PerfSpeculative)
     worker: PerfWorker = field(default_factory=PerfWorker)
+    executor: PerfExecutor = field(default_factory=PerfExecutor)
     ctx: InstanceConfig = field(default_factory=InstanceConfig)
     gen: InstanceConfig = field(default_factory=InstanceConfig)
     benchmark: BenchmarkConfig = field(default_factory=BenchmarkConfig)
@@ -69,7 +86,9 @@ class PerfScenario:
     hardware: str = field(default="", metadata={"help": "GPU (trtsim.perf.HARDWARE)"})
     model: str = field(default="", metadata={"help": "model (trtsim.perf.MODELS)"})
     seed: int = field(default=0, metadata={"help": "seed of the simulated acceptance draws"})
-    node_cores: int = field(default=64, metadata={"help": "host cores of a serving node"})
+    host_backend: Literal["mpi", "gloo"] = field(default="mpi", metadata={
+        "help": "whose measured host-object collectives price the control plane: mpi "
+                "(TRT-LLM's) or gloo (trtsim's process backend)"})
     measured: dict = field(default_factory=dict, metadata={
         "help": "a measured row to compare with: metric -> value"})
     source: str = field(default="<dict>", metadata={"internal": True})
@@ -84,7 +103,7 @@ class PerfScenario:
         return self.worker.bypass_entry_point
 
 
-_SECTIONS = ("transceiver", "speculative", "worker", "ctx", "gen", "benchmark")
+_SECTIONS = ("transceiver", "speculative", "worker", "executor", "ctx", "gen", "benchmark")
 
 
 def load_perf(source, overrides: dict | None = None) -> PerfScenario:
@@ -98,7 +117,7 @@ def resolve_perf(raw: dict, name: str) -> PerfScenario:
     types = field_types(PerfScenario)
     parts = {key: build(types[key], section(name, raw, key), name, key) for key in _SECTIONS}
     opts = {key: scalar(PerfScenario, key, raw, name)
-            for key in ("name", "description", "hardware", "model", "seed", "node_cores")}
+            for key in ("name", "description", "hardware", "model", "seed", "host_backend")}
     opts["name"] = opts["name"] or name
     measured = raw.get("measured") or {}
     if not isinstance(measured, dict):
@@ -111,7 +130,7 @@ def resolve_perf(raw: dict, name: str) -> PerfScenario:
             acceptance=spec.acceptance, runtime=tx.runtime, async_consensus=tx.async_consensus,
             worker_step_overhead_s=worker_bypass_overhead(parts["gen"].max_batch_size)
             if parts["worker"].bypass_entry_point else 0.0,
-            node_cores=opts["node_cores"], seed=opts["seed"])
+            host_backend=opts["host_backend"], seed=opts["seed"])
     except (ValueError, KeyError) as exc:
         raise ScenarioError(f"{name}: {str(exc).strip(chr(39))}") from None
     return PerfScenario(config=config, measured=dict(measured), source=name, raw=raw,

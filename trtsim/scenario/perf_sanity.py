@@ -3,8 +3,9 @@
 What is read (DESIGN 3.8): ``benchmark`` (mode, concurrency_list, input_length, output_length,
 multi_round, streaming), ``hardware`` (num_ctx_servers, num_gen_servers), ``worker_config.ctx``
 and ``.gen`` (tensor/pipeline/expert parallel sizes, enable_attention_dp, max_batch_size,
-max_num_tokens, cache_transceiver_config.transceiver_runtime, speculative_config with
-max_draft_len or num_nextn_predict_layers, stream_interval), and the GPU and model from
+max_num_tokens, disable_overlap_scheduler, cache_transceiver_config.transceiver_runtime,
+speculative_config with max_draft_len or num_nextn_predict_layers, stream_interval), and the
+GPU and model from
 ``metadata`` or the file name ``{gpu}_{model}_{isl}{osl}_con{C}_ctx{N}_{par}_gen{N}_{par}...``.
 Fields the simulation has no use for are reported, not silently dropped; missing required
 ones are errors naming the file and the key.
@@ -28,7 +29,7 @@ _GPUS = {"gb300": "GB300", "gb200": "GB200", "b200": "B200", "h200": "H200_SXM",
 _WORKER_USED = {"tensor_parallel_size", "pipeline_parallel_size", "moe_expert_parallel_size",
                 "enable_attention_dp", "max_batch_size", "max_num_tokens",
                 "cache_transceiver_config", "speculative_config", "stream_interval",
-                "context_parallel_size"}
+                "context_parallel_size", "disable_overlap_scheduler"}
 _BENCH_USED = {"mode", "concurrency_list", "input_length", "output_length", "multi_round",
                "streaming"}
 
@@ -93,6 +94,7 @@ def perf_mapping(raw: dict, name: str, concurrency: int | None = None) -> tuple[
             "attention_dp": bool(w.get("enable_attention_dp", False)),
             "max_batch_size": int(w.get("max_batch_size", 8)),
             "max_num_tokens": int(w.get("max_num_tokens", 8192)),
+            "disable_overlap_scheduler": bool(w.get("disable_overlap_scheduler", False)),
         }
     gen = workers["gen"]
     spec = gen.get("speculative_config") or {}
@@ -119,8 +121,12 @@ def perf_mapping(raw: dict, name: str, concurrency: int | None = None) -> tuple[
                       "streaming": bool(bench.get("streaming", True)),
                       "stream_interval": int(gen.get("stream_interval", 1) or 1)},
         "speculative": {"max_draft_len": k, "acceptance": 0.85 if k else 0.0},
-        "transceiver": {"sticky_skip": "off", "runtime": "python" if runtime == "python" else "cpp"},
+        "transceiver": {"sticky_skip": "off", "version": "E",
+                        "runtime": "python" if runtime == "python" else "cpp"},
+        "executor": {"version": "coordinator"},
     }
     notes.append("num_prompts = 8 x concurrency and MTP acceptance 0.85 (DeepSeek-V3 report) "
                  "are trtsim's defaults: the perf-sanity file does not state them")
+    notes.append("the control plane follows TRT-LLM's newest stored code (executor.version "
+                 "coordinator, transceiver.version E); no host work per iteration is sourced")
     return scenario, notes
