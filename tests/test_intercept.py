@@ -112,3 +112,29 @@ def test_the_stand_ins_are_gone_after_the_launch():
     launch(P.legal_mpi, ("mpi", "torch"), "inproc", pp2=True)
     assert tdist.all_reduce is real and "mpi4py.MPI" not in sys.modules or \
         "trtsim" not in repr(sys.modules.get("mpi4py.MPI"))
+
+
+def test_the_scenario_key_reaches_the_ranks(monkeypatch):
+    from trtsim.jobs import run as run_module
+    from trtsim.scenario import ScenarioError, load_scenario
+    s = load_scenario("scenarios/kv_transfer.yaml", {"intercept": ["torch", "mpi"]})
+    assert s.intercept == ("torch", "mpi")
+    for bad in ("torch", ["gloo"]):
+        with pytest.raises(ScenarioError, match=r"intercept: .* must be a list of torch, mpi"):
+            load_scenario("scenarios/kv_transfer.yaml", {"intercept": bad})
+    seen = []
+
+    def spy(instances, program, args, config, **kw):
+        seen.append(config.intercept)
+        return real(instances, program, args, config, **kw)
+    real = run_module.run_ranks
+    monkeypatch.setattr(run_module, "run_ranks", spy)
+    assert run_module.run(s).verdict == "ok" and seen == [("torch", "mpi")]
+
+
+def test_the_fixture_takes_intercept(trtsim_launch):
+    got = trtsim_launch(P.legal_torch, tp=2, pp=2, attention_dp=True, intercept=("torch",))
+    assert got[0][4] == [3.0, 3.0]
+    with pytest.raises(pytest.fail.Exception, match="CollectiveDeadlock") as info:
+        trtsim_launch(P.warmup_torch, tp=2, pp=2, attention_dp=True, intercept=("torch",))
+    assert "torch.barrier on world" in str(info.value)

@@ -140,11 +140,28 @@ if __name__ == "__main__":
 '''
 
 
+# The same job with the marker on a module function: a spawned rank runs the script through
+# runpy, so the function's globals are not the module's dict (both must see the marker).
+FUNCTION_SCRIPT = SCRIPT[:SCRIPT.index("class Executor")] + '''
+def step(dist, it, sent):
+    if dist.dp_rank == 0 and it == 1 + dist.pp_rank:
+        sent.append(it)
+    if sent:
+        dist.pp_allgather([])
+
+def rank(dist):
+    sent = []
+    for it in range(3):
+        step(dist, it, sent)
+''' + SCRIPT[SCRIPT.index("if __name__"):].replace("my_job:Executor.step", "my_job:step")
+
+
+@pytest.mark.parametrize("script", [SCRIPT, FUNCTION_SCRIPT], ids=["method", "function"])
 @pytest.mark.parametrize("backend", ["inproc", "gloo"])
-def test_a_marker_in_the_running_script_is_the_scripts_own(tmp_path, backend):
+def test_a_marker_in_the_running_script_is_the_scripts_own(tmp_path, backend, script):
     import subprocess
     import sys
-    (tmp_path / "my_job.py").write_text(SCRIPT.replace("BACKEND", repr(backend)))
+    (tmp_path / "my_job.py").write_text(script.replace("BACKEND", repr(backend)))
     out = subprocess.run([sys.executable, "my_job.py"], cwd=tmp_path, capture_output=True,
                          text=True, timeout=120)
     assert "call #1 differs in iteration (rank 0: 2, rank 2: 3)" in out.stdout, out.stderr

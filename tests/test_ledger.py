@@ -4,9 +4,12 @@ row's mutex cannot hang the readers."""
 
 import multiprocessing as mp
 import os
+from dataclasses import replace
+
+from hypothesis import given, strategies as st
 
 import trtsim
-from trtsim.comm.process.ledger import Ledger, match_hash
+from trtsim.comm.process.ledger import Ledger, RecordCodec, match_hash
 
 
 def _record(seq: int) -> trtsim.CallRecord:
@@ -59,5 +62,36 @@ def test_a_dead_holder_does_not_hang_the_monitor():
         assert proc.exitcode == 0
         ledger.set_status(1, "failed")          # EOWNERDEAD: taken, made consistent
         assert int(ledger.versions()[1]) == 1
+    finally:
+        ledger.close()
+
+
+_text = st.text(max_size=12)
+
+
+@given(records=st.lists(st.builds(
+    trtsim.CallRecord, op=st.sampled_from(["allgather", "broadcast", "allreduce"]),
+    seq=st.integers(1, 10**6), label=st.none() | _text, iteration=st.integers(0, 10**6),
+    callsite=st.sampled_from(["a.py:1 in f", "b.py:9 in g"]), signature=_text,
+    group_kind=st.sampled_from(["tp", "pp", "group"]), group_ranks=st.just((0, 1)),
+    root=st.none() | st.integers(0, 1), clock=st.floats(0, 1e6), purpose=_text,
+    comm=st.sampled_from(["", "torch:1"])), min_size=1, max_size=30))
+def test_the_codec_gives_back_each_record_and_its_match_hash(records):
+    # A call site's template is pickled once; seq, iteration and clock come from the columns.
+    codec = RecordCodec()
+    for rec in records:
+        data, digest = codec.encode(rec)
+        assert digest == match_hash(rec)
+        assert RecordCodec.decode(data, rec.seq, rec.iteration, rec.clock) == rec
+
+
+def test_a_slot_reads_back_the_last_record_posted_there():
+    ledger = Ledger.create(2)
+    try:
+        for seq, label in [(1, "a"), (2, "a"), (3, "b"), (4, "a")]:
+            rec = replace(_record(seq), label=label)
+            assert ledger.post(0, rec) == match_hash(rec)
+            assert ledger.read_call(0, rec) == rec
+            assert ledger.read_seq_hash(0, rec) == (seq, match_hash(rec))
     finally:
         ledger.close()

@@ -93,8 +93,20 @@ def installed(spec: str | None):
         wrapped = classmethod(_marked(raw.__func__))
     else:
         wrapped = _marked(raw)
+    # A module function is looked up in its __globals__. In a spawned rank those are not
+    # the main script's module dict: multiprocessing runs the script with runpy.run_path and
+    # copies the names into a fresh __mp_main__ module, so its functions still see the
+    # run_path namespace. Patch that namespace too.
+    namespaces = [vars(owner)] if inspect.ismodule(owner) else []
+    scope = getattr(raw, "__globals__", None)
+    if namespaces and scope is not None and scope is not namespaces[0] and scope.get(name) is raw:
+        namespaces.append(scope)
     setattr(owner, name, wrapped)
+    for scope in namespaces[1:]:
+        scope[name] = wrapped
     try:
         yield
     finally:
         setattr(owner, name, raw)
+        for scope in namespaces[1:]:
+            scope[name] = raw

@@ -136,7 +136,8 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
     t0 = time.perf_counter()
     out = run_ranks(instances, program, (job,),
                     LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays, trace,
-                                 default_clock_model(), s.iteration_marker, s.wrappers),
+                                 default_clock_model(), s.iteration_marker, s.wrappers,
+                                 s.intercept),
                     progress=progress)
     wall = time.perf_counter() - t0
     n_ctx = dep.ctx.world_size

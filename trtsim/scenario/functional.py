@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from ..comm.errors import VERDICTS
+from ..comm.intercept import INTERCEPTABLE, check_names as check_intercept
 from ..comm.guard.policy import GUARDS
 from ..comm.launcher import BACKENDS
 from ..comm.markers import resolve as resolve_marker
@@ -90,6 +91,9 @@ class Scenario:
                 "(for code that never calls set_iteration)"})
     wrappers: tuple[str, ...] = field(default=(), metadata={
         "help": "modules whose functions only forward to collectives (no part of a purpose)"})
+    intercept: tuple[str, ...] = field(default=(), metadata={
+        "type": f"a list of {', '.join(INTERCEPTABLE)}",
+        "help": "APIs whose direct calls in the ranks are guarded too (launch(intercept=...))"})
     source: str = field(default="<dict>", metadata={"internal": True})
     raw: dict = field(default_factory=dict, compare=False, metadata={"internal": True})
 
@@ -110,6 +114,12 @@ def resolve(raw: dict, source: str) -> Scenario:
             for name in ("description", "backend", "guard", "seed", "timeout", "expect",
                          "iteration_marker")}
     opts["wrappers"] = _wrappers(source, raw.get("wrappers", ()))
+    apis = raw.get("intercept", ())
+    try:
+        opts["intercept"] = check_intercept(apis)
+    except ValueError:
+        raise err(source, "intercept", apis, f"must be a list of {', '.join(INTERCEPTABLE)}") \
+            from None
     if opts["iteration_marker"] is not None:
         try:
             resolve_marker(opts["iteration_marker"])

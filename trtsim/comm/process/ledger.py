@@ -36,7 +36,7 @@ from multiprocessing import shared_memory
 
 import numpy as np
 
-from ..guard.rules import match_key
+from ..guard.rules import MATCH_FIELDS, match_key
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 from ..records import CallRecord
 from .row_mutex import MUTEX_BYTES, RowLocks
@@ -54,10 +54,24 @@ STATUS, VERSION, ITERATION, BLOCKED_SLOT, NUM_PENDING, READY_NS, PID = range(7)
 STATE_COLS = 8
 
 
+_ITERATION = (*MATCH_FIELDS, "purpose").index("iteration")
+
+
+def _match_prefix(rec: CallRecord) -> bytes:
+    """The guard's ``match_key`` without the iteration, as bytes: the same for every call of
+    one call site, so a rank computes it once per site (``RecordCodec``)."""
+    key = match_key(rec)
+    return repr(key[:_ITERATION] + key[_ITERATION + 1:]).encode()
+
+
+def _digest(prefix: bytes, iteration: int) -> bytes:
+    return hashlib.blake2b(prefix + b"|%d" % iteration, digest_size=16).digest()
+
+
 def match_hash(rec: CallRecord) -> bytes:
     """16 bytes that two records share exactly when the guard finds no difference: a digest
     of the guard's own ``match_key``."""
-    return hashlib.blake2b(repr(match_key(rec)).encode(), digest_size=16).digest()
+    return _digest(_match_prefix(rec), rec.iteration)
 
 
 def comm_key(rec: CallRecord) -> int:
@@ -75,6 +89,39 @@ def _encode(rec: CallRecord) -> bytes:
     return data
 
 
+class RecordCodec:
+    """One rank's records as its ledger row holds them, encoded once per call site.
+
+    A slot holds the pickled record with ``seq``, ``iteration`` and ``clock`` zeroed (the
+    *template*; those three live in numeric columns and are put back by the reader), so a
+    rank pickles a call site's record and hashes its match key once, not on every call.
+    Invariant: ``encode(rec)`` gives ``match_hash(rec)`` and a template that ``decode``
+    turns back into ``rec``."""
+
+    MAX_SITES = 4096          # labels made per request would grow the cache without bound
+
+    def __init__(self):
+        self._sites: dict[tuple, tuple[bytes, bytes]] = {}
+
+    def encode(self, rec: CallRecord) -> tuple[bytes, bytes]:
+        """(template bytes, match hash) of ``rec``."""
+        site = (rec.op, rec.label, rec.callsite, rec.signature, rec.group_kind,
+                rec.group_ranks, rec.root, rec.reduce_op, rec.peer, rec.tag, rec.purpose,
+                rec.comm, rec.api, rec.rank, rec.local_rank, rec.instance)
+        hit = self._sites.get(site)
+        if hit is None:
+            if len(self._sites) >= self.MAX_SITES:
+                self._sites.clear()
+            template = replace(rec, seq=0, iteration=0, clock=0.0)
+            hit = self._sites[site] = (_encode(template), _match_prefix(rec))
+        data, prefix = hit
+        return data, _digest(prefix, rec.iteration)
+
+    @staticmethod
+    def decode(data: bytes, seq: int, iteration: int, clock: float) -> CallRecord:
+        return replace(pickle.loads(data), seq=seq, iteration=iteration, clock=clock)
+
+
 class Ledger:
     """Views of the shared block; ``Ledger.create`` in the launcher, ``Ledger.attach`` in ranks."""
 
@@ -82,7 +129,9 @@ class Ledger:
                  wakeups: list | None = None):
         self.shm, self.num_ranks, self.owner = shm, num_ranks, owner
         self.wakeups = wakeups   # one semaphore per rank: "a peer posted, look again"
-        self._slots: dict[int, int] = {}     # this rank's communicator key -> slot
+        self._slots: dict[tuple, int] = {}   # this rank's (group kind, comm) -> slot
+        self._codec = RecordCodec()
+        self._posted_data: dict[tuple, bytes] = {}   # (rank, slot) -> template in the block
         self._keys: dict[tuple, tuple] = {}  # reader's cache: (rank, slot) -> (seq, group key)
         n, k = num_ranks, MAX_SLOTS - 1
         buf, off = shm.buf, 0
@@ -100,6 +149,7 @@ class Ledger:
         self.state = take(np.int64, (n, STATE_COLS))
         self.slot_key = take(np.int64, (n, k + 1))      # the slot directory (0: free)
         self.seq = take(np.int64, (n, k + 1))
+        self.iters = take(np.int64, (n, k + 1))         # the iteration of the slot's call
         self.hash = take(np.uint8, (n, k + 1, 16))
         self.reclen = take(np.int64, (n, k + 1))
         self.rec = take(np.uint8, (n, k + 1, SLOT_BYTES))
@@ -112,7 +162,7 @@ class Ledger:
     def size(num_ranks: int) -> int:
         k = MAX_SLOTS
         per = [4 * 8, num_ranks * MUTEX_BYTES, num_ranks * STATE_COLS * 8, num_ranks * k * 8,
-               num_ranks * k * 8, num_ranks * k * 16,
+               num_ranks * k * 8, num_ranks * k * 8, num_ranks * k * 16,
                num_ranks * k * 8, num_ranks * k * SLOT_BYTES, num_ranks * MAX_PENDING * 16,
                num_ranks * k * CLOCK_HISTORY * 8]
         return sum((p + 63) // 64 * 64 for p in per)
@@ -138,8 +188,8 @@ class Ledger:
         return self.shm.name
 
     def close(self) -> None:
-        for attr in ("header", "locks", "state", "slot_key", "seq", "hash", "reclen", "rec",
-                     "pending",
+        for attr in ("header", "locks", "state", "slot_key", "seq", "iters", "hash", "reclen",
+                     "rec", "pending",
                      "clocks"):
             setattr(self, attr, None)
         self.shm.close()
@@ -176,15 +226,15 @@ class Ledger:
         if rec.is_p2p:
             self.slot_key[r, P2P_SLOT] = _P2P_KEY   # a constant: no ordering to keep
             return P2P_SLOT
-        key = comm_key(rec)
-        slot = self._slots.get(key)
+        slot = self._slots.get((rec.group_kind, rec.comm))
         if slot is None:
             free = np.flatnonzero(self.slot_key[r, 1:] == 0)
             if not free.size:
                 raise RuntimeError(f"rank {r} uses more than {MAX_SLOTS - 1} communicators")
-            slot = self._slots[key] = int(free[0]) + 1
+            slot = self._slots[(rec.group_kind, rec.comm)] = int(free[0]) + 1
             with self.locks.row(r):
-                self.slot_key[r, slot] = key  # before the slot's data: readers find it first
+                # before the slot's data: readers find it first
+                self.slot_key[r, slot] = comm_key(rec)
         return slot
 
     def slot_of(self, r: int, rec: CallRecord) -> int | None:
@@ -192,18 +242,23 @@ class Ledger:
         found = np.flatnonzero(self.slot_key[r] == comm_key(rec))
         return int(found[0]) if found.size else None
 
-    def post(self, r: int, rec: CallRecord) -> None:
-        """Rank ``r`` enters ``rec``: publish it and mark the rank blocked in it."""
+    def post(self, r: int, rec: CallRecord) -> bytes:
+        """Rank ``r`` enters ``rec``: publish it and mark the rank blocked in it. Returns
+        the record's match hash."""
         slot = self._own_slot(r, rec)
-        data, digest = _encode(rec), match_hash(rec)      # the slow part, outside the lock
+        data, digest = self._codec.encode(rec)           # the slow part, outside the lock
         with self.locks.row(r):
-            self.rec[r, slot, :len(data)] = np.frombuffer(data, dtype=np.uint8)
-            self.reclen[r, slot] = len(data)
+            if self.reclen[r, slot] != len(data) or self._posted_data.get((r, slot)) != data:
+                self.rec[r, slot, :len(data)] = np.frombuffer(data, dtype=np.uint8)
+                self.reclen[r, slot] = len(data)
+                self._posted_data[(r, slot)] = data
             self.hash[r, slot] = np.frombuffer(digest, dtype=np.uint8)
             self.clocks[r, slot, rec.seq % CLOCK_HISTORY] = rec.clock
+            self.iters[r, slot] = rec.iteration
             self.seq[r, slot] = rec.seq
             self.state[r, BLOCKED_SLOT] = slot
             self._status(r, BLOCKED)
+        return digest
 
     def set_pending_sends(self, r: int, sends: list[tuple[int, int]]) -> None:
         sends = sends[-MAX_PENDING:]
@@ -252,7 +307,11 @@ class Ledger:
 
     def _record_bytes(self, r: int, slot: int) -> CallRecord | None:
         n = int(self.reclen[r, slot])
-        return pickle.loads(self.rec[r, slot, :n].tobytes()) if n > 0 else None
+        if n <= 0:
+            return None
+        seq = int(self.seq[r, slot])
+        return RecordCodec.decode(self.rec[r, slot, :n].tobytes(), seq, int(self.iters[r, slot]),
+                                  float(self.clocks[r, slot, seq % CLOCK_HISTORY]))
 
     def _posted(self, r: int) -> dict[tuple, int]:
         """Rank r's last sequence on each communicator it used, by group key (the key is

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import errno
-from contextlib import contextmanager
 
 MUTEX_BYTES = 64            # >= sizeof(pthread_mutex_t) on glibc and musl (40 to 48 bytes)
 _PROCESS_SHARED, _ROBUST = 1, 1   # PTHREAD_PROCESS_SHARED, PTHREAD_MUTEX_ROBUST (Linux)
@@ -27,6 +26,7 @@ class RowLocks:
             fn.argtypes, fn.restype = [ctypes.c_void_p], ctypes.c_int
         self._libc = libc
         self._ptrs = [ctypes.c_void_p(address + r * MUTEX_BYTES) for r in range(rows)]
+        self._rows = [_Held(self, r, p) for r, p in enumerate(self._ptrs)]
 
     def initialize(self) -> None:
         """Set up every mutex (the block's owner, once, before any rank attaches)."""
@@ -40,15 +40,26 @@ class RowLocks:
         if any(checks):
             raise OSError(next(c for c in checks if c), "cannot set up the ledger's row mutexes")
 
-    @contextmanager
-    def row(self, r: int):
-        ptr = self._ptrs[r]
-        code = self._lock(ptr)
+    def row(self, r: int) -> "_Held":
+        """``with locks.row(r):`` holds row r's mutex for the block."""
+        return self._rows[r]
+
+
+class _Held:
+    """The context manager of one row's mutex (a class, not a generator: the ledger takes a
+    row's mutex twice per guarded call)."""
+
+    __slots__ = ("_ptr", "_row", "_locks")
+
+    def __init__(self, locks: RowLocks, row: int, ptr):
+        self._locks, self._row, self._ptr = locks, row, ptr
+
+    def __enter__(self) -> None:
+        code = self._locks._lock(self._ptr)
         if code == errno.EOWNERDEAD:        # its last holder died inside: the row is usable
-            self._consistent(ptr)
+            self._locks._consistent(self._ptr)
         elif code:
-            raise OSError(code, f"ledger row {r}: pthread_mutex_lock failed")
-        try:
-            yield
-        finally:
-            self._unlock(ptr)
+            raise OSError(code, f"ledger row {self._row}: pthread_mutex_lock failed")
+
+    def __exit__(self, *exc) -> None:
+        self._locks._unlock(self._ptr)

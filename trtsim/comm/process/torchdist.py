@@ -21,6 +21,7 @@ it) but nobody compares.
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import time
@@ -43,7 +44,7 @@ from ..current import bind
 from ..origin import OriginFinder, call_rank_program, program_traceback
 from ..semantics import nbytes
 from . import torch_ops
-from .ledger import Ledger, match_hash
+from .ledger import Ledger
 
 # Environment every rank runs under: NVLink multicast stays off (it can take a shared host's
 # GPUs out of service), and NCCL waits no longer than the launch.
@@ -83,10 +84,10 @@ class TorchTransport:
     # -- Transport -----------------------------------------------------------------------
     def collective(self, rec: CallRecord, payload: Any, run=None) -> Any:
         self._check_abort()
-        self.ledger.post(self.rank, rec)
+        digest = self.ledger.post(self.rank, rec)
         if self.policy.compares and len(rec.group_ranks) > 1:
             self.ledger.notify([m for m in rec.group_ranks if m != self.rank])
-            self._check_members(rec, wait=rec.op in ROOTED)
+            self._check_members(rec, digest, wait=rec.op in ROOTED)
         if run is not None:
             result = run()
         else:
@@ -181,10 +182,9 @@ class TorchTransport:
         if self.ledger.aborted:
             raise Aborted()
 
-    def _check_members(self, rec: CallRecord, wait: bool) -> None:
-        """Compare this rank's record with the members that posted ``rec.seq``; with ``wait``,
-        first wait until every member has posted it."""
-        mine = match_hash(rec)
+    def _check_members(self, rec: CallRecord, mine: bytes, wait: bool) -> None:
+        """Compare this rank's record (its match hash ``mine``) with the members that posted
+        ``rec.seq``; with ``wait``, first wait until every member has posted it."""
         waiting = [m for m in rec.group_ranks if m != self.rank]
         while waiting:
             still = []
@@ -312,6 +312,11 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
                                    config.clock_model)
         dist = Distributed(places[rank], transport, OriginFinder(config.wrappers))
         bind(dist)
+        # Everything built so far (torch, trtsim, the groups) lives as long as the rank: in
+        # the permanent generation, the collections that the guard's per-call allocations
+        # trigger scan only what the program makes.
+        gc.collect()
+        gc.freeze()
         ledger.set_ready(rank, os.getpid())
         # The stand-ins go in before the program is unpickled: its modules import them.
         with intercept.installed(config.intercept) as interception:
