@@ -1,4 +1,5 @@
-"""The same rank program runs under torchrun (env:// rendezvous), with the guard on."""
+"""The same rank program runs under torchrun (env:// rendezvous), with the guard on; so does an
+unmodified torch.distributed program with interception."""
 
 import os
 import subprocess
@@ -24,9 +25,25 @@ JOB = textwrap.dedent("""
 """)
 
 
-def torchrun(tmp_path, program):
+# An unmodified torch.distributed program written for torchrun (init_process_group("gloo"),
+# env:// rendezvous), under torchrun inside launch(..., intercept=("torch",)).
+INTERCEPT_JOB = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, {root!r})
+    import trtsim
+    from tests import intercept_programs
+
+    if __name__ == "__main__":
+        prog = getattr(intercept_programs, sys.argv[1])
+        res = trtsim.launch(prog, tp=2, pp=2, attention_dp=True, backend="gloo",
+                            intercept=("torch",), timeout=60)
+        print(f"RANK {{os.environ['RANK']}} RESULT {{res[int(os.environ['RANK'])]}}")
+""")
+
+
+def torchrun(tmp_path, program, job_text=JOB):
     job = tmp_path / "job.py"
-    job.write_text(JOB.format(root=os.getcwd()))
+    job.write_text(job_text.format(root=os.getcwd()))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "4",
            str(job), program]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=200, cwd=tmp_path)
@@ -43,3 +60,21 @@ def test_skip_is_reported_under_torchrun(tmp_path):
     assert out.returncode != 0
     assert "CollectiveMismatch: pp group [0, 2]" in out.stderr
     assert "rank 2 skipped a call" in out.stderr
+
+
+def test_a_legal_torchrun_program_runs_its_real_collectives(tmp_path):
+    out = torchrun(tmp_path, "legal_torch", INTERCEPT_JOB)
+    assert out.returncode == 0, out.stderr[-3000:]
+    # rank 1's ring neighbour is rank 0; the even subgroup gathers ranks 0 and 2
+    assert "RANK 0 RESULT [3.0, 4.0, 5.0, 'cfg-0', [3.0, 3.0], [0.0, 2.0]]" in out.stdout
+    assert "RANK 1 RESULT [3.0, 4.0, 5.0, 'cfg-0', [0.0, 0.0]]" in out.stdout
+
+
+def test_a_cross_communicator_hang_under_torchrun_names_both_groups(tmp_path):
+    out = torchrun(tmp_path, "warmup_torch", INTERCEPT_JOB)
+    assert out.returncode != 0 and "RESULT" not in out.stdout
+    report = out.stderr
+    assert "CollectiveDeadlock: 4 ranks blocked" in report
+    assert "rank 0: torch.all_gather_object on tp (torch:1)" in report
+    assert "rank 1: torch.barrier on world (torch:world)" in report
+    assert "likely: cross-group wait cycle" in report
