@@ -79,18 +79,22 @@ class OriginFinder:
 
     wrappers: tuple[str, ...] = ()
     _purposes: dict = field(default_factory=dict, repr=False)
+    _skip_code: dict = field(default_factory=dict, repr=False)   # code -> its file is skipped
+    _sites: dict = field(default_factory=dict, repr=False)       # (code, line) -> call site
 
     def _skipped(self, frame) -> bool:
-        name = frame.f_code.co_filename
-        if name.startswith(_COMM_DIR) or name == _LAUNCH_FILE:
+        code = frame.f_code
+        skip = self._skip_code.get(code)
+        if skip is None:
+            name = code.co_filename
+            module = frame.f_globals.get("__name__", "")
+            skip = self._skip_code[code] = (
+                name.startswith(_COMM_DIR) or name == _LAUNCH_FILE
+                or any(module == w or module.startswith(w + ".") for w in self.wrappers))
+        if skip:
             return True
         back = frame.f_back
-        if back is not None and back.f_code is _THROUGH:
-            return True
-        if self.wrappers:
-            module = frame.f_globals.get("__name__", "")
-            return any(module == w or module.startswith(w + ".") for w in self.wrappers)
-        return False
+        return back is not None and back.f_code is _THROUGH
 
     def find(self, depth: int = 1) -> Origin:
         """The origin of the communication call ``depth`` frames above this one."""
@@ -109,9 +113,13 @@ class OriginFinder:
         if purpose is None:
             purpose = self._purposes[key] = " < ".join(
                 getattr(c, "co_qualname", c.co_name) for c in codes)
-        code = site.f_code
-        return Origin(f"{_short_path(code.co_filename)}:{site.f_lineno} in {code.co_name}",
-                      purpose)
+        where = (site.f_code, site.f_lineno)
+        callsite = self._sites.get(where)
+        if callsite is None:
+            code = site.f_code
+            callsite = self._sites[where] = (f"{_short_path(code.co_filename)}:{site.f_lineno} "
+                                             f"in {code.co_name}")
+        return Origin(callsite, purpose)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -132,6 +132,7 @@ class Ledger:
         self._slots: dict[tuple, int] = {}   # this rank's (group kind, comm) -> slot
         self._codec = RecordCodec()
         self._posted_data: dict[tuple, bytes] = {}   # (rank, slot) -> template in the block
+        self._found: dict[tuple, int] = {}    # reader's (rank, group kind, comm) -> slot
         self._keys: dict[tuple, tuple] = {}  # reader's cache: (rank, slot) -> (seq, group key)
         n, k = num_ranks, MAX_SLOTS - 1
         buf, off = shm.buf, 0
@@ -238,9 +239,16 @@ class Ledger:
         return slot
 
     def slot_of(self, r: int, rec: CallRecord) -> int | None:
-        """Rank r's slot for ``rec``'s communicator, or None when r never called on it."""
-        found = np.flatnonzero(self.slot_key[r] == comm_key(rec))
-        return int(found[0]) if found.size else None
+        """Rank r's slot for ``rec``'s communicator, or None when r never called on it (a
+        claimed slot never moves, so a found one is remembered)."""
+        where = (r, rec.group_kind, rec.comm)
+        slot = self._found.get(where)
+        if slot is None:
+            found = np.flatnonzero(self.slot_key[r] == comm_key(rec))
+            if not found.size:
+                return None
+            slot = self._found[where] = int(found[0])
+        return slot
 
     def post(self, r: int, rec: CallRecord) -> bytes:
         """Rank ``r`` enters ``rec``: publish it and mark the rank blocked in it. Returns
