@@ -79,47 +79,55 @@ class OriginFinder:
 
     wrappers: tuple[str, ...] = ()
     _purposes: dict = field(default_factory=dict, repr=False)
-    _skip_code: dict = field(default_factory=dict, repr=False)   # code -> its file is skipped
-    _sites: dict = field(default_factory=dict, repr=False)       # (code, line) -> call site
+    # The caches are keyed by id(): hashing a code object hashes its bytecode, on every call.
+    # Each entry keeps its code objects and is used only while they are the same objects.
+    _skip_code: dict = field(default_factory=dict, repr=False)   # id(code) -> (code, skip)
+    _sites: dict = field(default_factory=dict, repr=False)       # (id, line) -> (code, site)
 
-    def _skipped(self, frame) -> bool:
+    def _file_skipped(self, frame) -> tuple:
+        """(code, whether frames of this code are trtsim's or a declared wrapper's)."""
         code = frame.f_code
-        skip = self._skip_code.get(code)
-        if skip is None:
-            name = code.co_filename
-            module = frame.f_globals.get("__name__", "")
-            skip = self._skip_code[code] = (
-                name.startswith(_COMM_DIR) or name == _LAUNCH_FILE
-                or any(module == w or module.startswith(w + ".") for w in self.wrappers))
-        if skip:
-            return True
-        back = frame.f_back
-        return back is not None and back.f_code is _THROUGH
+        name = code.co_filename
+        module = frame.f_globals.get("__name__", "")
+        hit = self._skip_code[id(code)] = (code, (
+            name.startswith(_COMM_DIR) or name == _LAUNCH_FILE
+            or any(module == w or module.startswith(w + ".") for w in self.wrappers)))
+        return hit
 
     def find(self, depth: int = 1) -> Origin:
         """The origin of the communication call ``depth`` frames above this one."""
         frame = sys._getframe(depth + 1)
         codes, site = [], None
-        while frame is not None and frame.f_code is not _ENTRY:
-            if not self._skipped(frame):
+        known = self._skip_code
+        # The hot loop of every guarded call: one dict lookup per frame, no call.
+        while frame is not None:
+            code = frame.f_code
+            if code is _ENTRY:
+                break
+            hit = known.get(id(code))
+            if hit is None or hit[0] is not code:
+                hit = self._file_skipped(frame)
+            back = frame.f_back
+            if not hit[1] and (back is None or back.f_code is not _THROUGH):
                 if site is None:
                     site = frame
-                codes.append(frame.f_code)
-            frame = frame.f_back
+                codes.append(code)
+            frame = back
         if site is None:
             return Origin("<unknown>", "")
-        key = tuple(codes)
-        purpose = self._purposes.get(key)
-        if purpose is None:
-            purpose = self._purposes[key] = " < ".join(
-                getattr(c, "co_qualname", c.co_name) for c in codes)
-        where = (site.f_code, site.f_lineno)
-        callsite = self._sites.get(where)
-        if callsite is None:
-            code = site.f_code
-            callsite = self._sites[where] = (f"{_short_path(code.co_filename)}:{site.f_lineno} "
-                                             f"in {code.co_name}")
-        return Origin(callsite, purpose)
+        codes = tuple(codes)
+        key = tuple(map(id, codes))
+        hit = self._purposes.get(key)
+        if hit is None or hit[0] != codes:       # tuple equality: identity first, cheap
+            hit = self._purposes[key] = (codes, " < ".join(
+                getattr(c, "co_qualname", c.co_name) for c in codes))
+        code = site.f_code
+        where = (id(code), site.f_lineno)
+        place = self._sites.get(where)
+        if place is None or place[0] is not code:
+            place = self._sites[where] = (code, f"{_short_path(code.co_filename)}:"
+                                                f"{site.f_lineno} in {code.co_name}")
+        return Origin(place[1], hit[1])
 
 
 @functools.lru_cache(maxsize=4096)
