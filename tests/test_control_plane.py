@@ -3,7 +3,7 @@ per role and group, counted on the executor and transceiver versions each scenar
 
 import pytest
 
-from trtsim.disagg.transceiver import TransceiverConfig
+from trtsim.disagg.transceiver_config import TransceiverConfig
 from trtsim.jobs.control_plane import measure_control_plane
 from trtsim.layout import ParallelLayout
 from trtsim.perf.serving_sim import InstanceConfig

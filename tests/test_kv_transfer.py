@@ -69,7 +69,7 @@ def test_tampered_block_is_caught():
     from trtsim.layout import InstanceLayout
     dep = trtsim.topology("tp2_pp2")
     scen = trtsim.run  # noqa: F841 - keep the public name imported
-    from trtsim.disagg.transceiver import DisaggPeers
+    from trtsim.disagg.transceiver_config import DisaggPeers
     from trtsim.state.kv_cache import KvCacheConfig
     job = transfer_job.TransferJob(DisaggPeers("ctx", dep.ctx, "gen", dep.gen), KvCacheConfig(),
                                    (30, 60))

@@ -109,7 +109,7 @@ def delays(num_ranks: int, max_ms: int = 5) -> st.SearchStrategy[dict[int, int]]
 
 
 def sticky_variants() -> st.SearchStrategy[str]:
-    from ..disagg.transceiver import STICKY_VARIANTS
+    from ..disagg.transceiver_config import STICKY_VARIANTS
     return st.sampled_from(STICKY_VARIANTS)
 
 

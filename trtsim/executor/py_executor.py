@@ -29,11 +29,9 @@ from ..disagg.transceiver import KvCacheTransceiverV2
 from ..state.kv_cache import KVCacheManager
 from ..state.request import LlmRequest, LlmRequestState as S
 from .config import ExecutorConfig
+from .fill_gate import INSUFFICIENT_KV, FillStatus, fill_decision
 from .report import ExecutorReport, IterationStats, ResponseRecord
 from .scheduler import fits, free_blocks, schedule
-
-INSUFFICIENT_KV = "Insufficient KV cache for gen-only benchmark mode"
-
 
 class PyExecutor:
     """One rank of one instance; ``role`` is ``ctx`` (prefill and send) or ``gen``."""
@@ -239,29 +237,23 @@ class PyExecutor:
     def _benchmark_fill_ready(self) -> bool:
         waiting = [r for r in self.active.values() if r.state == S.DISAGG_GENERATION_INIT]
         free = free_blocks(self.active.values(), self.kv)
-        status = {
-            "fetched_all": self.num_fetched >= self.num_total,
-            "settled": not any(r.state in (S.DISAGG_GENERATION_INIT, S.DISAGG_TRANS_ERROR,
-                                           S.DISAGG_GENERATION_TRANS_IN_PROGRESS)
-                               for r in self.active.values()),
-            "transfers_done": self.tc.check_gen_transfer_complete(),
-            "unfit": [r.request_id for r in waiting if not fits(r, free, self.kv)],
-        }
-        everyone = self.dist.tp_cp_allgather(status, label="benchmark_fill")
-        if all(s["fetched_all"] and s["settled"] and s["transfers_done"] for s in everyone):
-            self._stall_iters = 0
-            return True
-        stuck = all(s["fetched_all"] and s["transfers_done"] for s in everyone) and any(
-            s["unfit"] for s in everyone)
-        self._stall_iters = self._stall_iters + 1 if stuck else 0
+        mine = FillStatus(
+            fetched_all=self.num_fetched >= self.num_total,
+            settled=not any(r.state in (S.DISAGG_GENERATION_INIT, S.DISAGG_TRANS_ERROR,
+                                        S.DISAGG_GENERATION_TRANS_IN_PROGRESS)
+                            for r in self.active.values()),
+            transfers_done=self.tc.check_gen_transfer_complete(),
+            unfit=tuple(r.request_id for r in waiting if not fits(r, free, self.kv)))
+        everyone = self.dist.tp_cp_allgather(mine, label="benchmark_fill")
         limit = 1 if self.config.benchmark_fill == "fail_fast" else self.config.watchdog_iters
-        if self._stall_iters >= limit:
-            unfit = sorted({r for s in everyone for r in s["unfit"]})
+        decision = fill_decision(everyone, self._stall_iters, limit)
+        self._stall_iters = decision.stall_iters
+        if decision.give_up:
             raise RuntimeError(f"{INSUFFICIENT_KV}: in iteration {self.iter_counter} every "
-                               f"request is fetched, requests {unfit} fit in no rank's KV cache "
-                               f"({free} free blocks here) and no transfer "
+                               f"request is fetched, requests {list(decision.give_up)} fit in "
+                               f"no rank's KV cache ({free} free blocks here) and no transfer "
                                f"is in progress to free any")
-        return False
+        return decision.ready
 
     # -- step 5: forward, sample, update --------------------------------------------------
     def forward(self, batch: list[LlmRequest]) -> dict[int, int]:

@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import asdict
 
 from ..comm.launcher import LaunchConfig, run_ranks
-from ..disagg.transceiver import DisaggPeers, TransceiverConfig
+from ..disagg.transceiver_config import DisaggPeers, TransceiverConfig
 from ..layout.places import InstanceLayout
 from ..perf.iteration import HostCollectives
 from ..perf.serving_sim import ControlPlane, InstanceConfig

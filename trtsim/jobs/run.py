@@ -9,7 +9,7 @@ from typing import Any, Callable
 from ..comm.errors import CollectiveError, verdict_of
 from ..comm.guard.lockstep import summarize
 from ..comm.launcher import LaunchConfig, run_ranks
-from ..disagg.transceiver import DisaggPeers
+from ..disagg.transceiver_config import DisaggPeers
 from ..executor.report import ExecutorReport
 from ..launching import default_clock_model
 from ..layout.places import InstanceLayout, rank_places, ranks_label

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..comm.distributed import Distributed
-from ..disagg.transceiver import DisaggPeers, KvCacheTransceiverV2, TransceiverConfig
+from ..disagg.transceiver import KvCacheTransceiverV2
+from ..disagg.transceiver_config import DisaggPeers, TransceiverConfig
 from ..disagg.transfer_plan import dp_owner
 from ..executor.config import ExecutorConfig, ServingWorkload
 from ..executor.py_executor import PyExecutor

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..comm.distributed import Distributed
-from ..disagg.transceiver import DisaggPeers, KvCacheTransceiverV2, TransceiverConfig
+from ..disagg.transceiver import KvCacheTransceiverV2
+from ..disagg.transceiver_config import DisaggPeers, TransceiverConfig
 from ..disagg.transfer_plan import dp_owner, holders
 from ..state.fault import Fault
 from ..state.kv_cache import KvCacheConfig, KVCacheManager

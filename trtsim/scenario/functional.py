@@ -19,7 +19,7 @@ from ..comm.intercept import INTERCEPTABLE, check_names as check_intercept
 from ..comm.guard.policy import GUARDS
 from ..comm.launcher import BACKENDS
 from ..comm.markers import resolve as resolve_marker
-from ..disagg.transceiver import TransceiverConfig
+from ..disagg.transceiver_config import TransceiverConfig
 from ..executor.config import ExecutorConfig, ServingWorkload
 from ..layout.parallel import ParallelLayout
 from ..layout.topology import Deployment, InstanceSpec, topology

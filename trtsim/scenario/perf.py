@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..checks import field_types, require_choices
-from ..disagg.transceiver import TransceiverConfig
+from ..disagg.transceiver_config import TransceiverConfig
 from ..executor.call_pattern import ExecutorVersion
 from ..perf.measured import worker_bypass_overhead
 from ..perf.serving_sim import BenchmarkConfig, InstanceConfig, PerfConfig

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..disagg.transceiver import TransceiverConfig
+from ..disagg.transceiver_config import TransceiverConfig
 from ..executor.config import ExecutorConfig, ServingWorkload
 from ..layout.mapping import ParallelLayout
 from ..perf.serving_sim import BenchmarkConfig, InstanceConfig
