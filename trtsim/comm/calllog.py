@@ -52,15 +52,38 @@ def encode_call(rec: CallRecord, done: bool, t_ns: int) -> list:
     return row + [bool(done), int(t_ns)]
 
 
+_INT, _STR, _NUM = (int,), (str,), (int, float)
+_TYPES = {"op": _STR, "seq": _INT, "label": _STR + (type(None),), "iteration": _INT,
+          "callsite": _STR, "signature": _STR, "rank": _INT, "local_rank": _INT,
+          "instance": _STR, "group_kind": _STR, "group_ranks": (list, tuple),
+          "root": _INT + (type(None),), "reduce_op": _STR + (type(None),),
+          "peer": _INT + (type(None),), "tag": _INT + (type(None),), "clock": _NUM,
+          "purpose": _STR, "comm": _STR, "api": _STR}
+
+
+def record_of(values: dict) -> CallRecord:
+    """A call record from its fields' values (``RECORD_FIELDS``), each checked for the type
+    the record holds; ValueError names the first that is not."""
+    if set(values) != set(RECORD_FIELDS):
+        odd = sorted(map(str, set(values) ^ set(RECORD_FIELDS)))
+        raise ValueError(f"the fields are not a call record's ({', '.join(odd)})")
+    for name, types in _TYPES.items():
+        value = values[name]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise ValueError(f"{name} {value!r} is not {' or '.join(t.__name__ for t in types)}")
+    ranks = values["group_ranks"]
+    if not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
+        raise ValueError(f"group_ranks {ranks!r} are not ranks")
+    return CallRecord(**dict(values, group_ranks=tuple(ranks)))
+
+
 def decode_call(row: list, fields: tuple[str, ...] = FIELDS) -> tuple[CallRecord, bool, int]:
     """A row back into its record, done flag and entry time; ValueError names what is wrong."""
     if not isinstance(row, list) or len(row) != len(fields):
         raise ValueError(f"a call row has {len(row) if isinstance(row, list) else 'no'} "
                          f"values for {len(fields)} fields")
     values = dict(zip(fields, row))
-    try:
-        values["group_ranks"] = tuple(int(r) for r in values["group_ranks"])
-        done, t_ns = bool(values.pop("done")), int(values.pop("t_ns"))
-        return CallRecord(**values), done, t_ns
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"a call row does not make a call record ({exc})") from None
+    done, t_ns = values.pop("done", None), values.pop("t_ns", None)
+    if not isinstance(done, bool) or not isinstance(t_ns, int):
+        raise ValueError(f"done {done!r} / t_ns {t_ns!r} are not a flag and a time")
+    return record_of(values), done, t_ns

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from ..comm.calllog import CALL_LOG_FORMAT, CALL_LOG_VERSION, WRITTEN_ON, decode_call
+from ..comm.calllog import CALL_LOG_FORMAT, CALL_LOG_VERSION, FIELDS, WRITTEN_ON, decode_call
 from ..comm.guard.waitfor import BLOCKED
 from ..comm.origin import short_site
 from .history import CALL_LOG, STATUSES, BadDump, Call, RankHistory
@@ -18,19 +18,6 @@ from .history import CALL_LOG, STATUSES, BadDump, Call, RankHistory
 _KEYS = {"rank": int, "name": str, "world_size": int, "layout": list, "written_on": str,
          "status": str, "iteration": int, "pending_sends": list, "failure": str,
          "traceback": str, "dropped": int, "fields": list, "calls": list}
-_TYPED = {"op": str, "seq": int, "iteration": int, "callsite": str, "signature": str,
-          "rank": int, "local_rank": int, "instance": str, "group_kind": str,
-          "purpose": str, "comm": str, "api": str}
-
-
-def _check_call(path: str, i: int, call: Call) -> None:
-    rec = call.record
-    for name, typ in _TYPED.items():
-        value = getattr(rec, name)
-        if not isinstance(value, typ) or isinstance(value, bool):
-            raise BadDump(path, f"call {i}: {name} {value!r} is not {typ.__name__}")
-
-
 def read_call_log(path: str) -> RankHistory:
     """One rank's call log; ``BadDump`` (one line) when it is not one trtsim can read."""
     try:
@@ -57,14 +44,15 @@ def read_call_log(path: str) -> RankHistory:
     if doc["status"] not in STATUSES or doc["written_on"] not in WRITTEN_ON:
         raise BadDump(path, f"status {doc['status']!r} / written_on {doc['written_on']!r} "
                       "is not one a call log writes")
+    if doc["fields"] != list(FIELDS):
+        raise BadDump(path, "fields: not this trtsim's call record fields (another version?)")
     calls = []
     for i, row in enumerate(doc["calls"]):
         try:
-            rec, done, t_ns = decode_call(row, tuple(doc["fields"]))
+            rec, done, t_ns = decode_call(row)
         except ValueError as exc:
             raise BadDump(path, f"call {i}: {exc}") from None
         calls.append(Call(rec, done, t_ns))
-        _check_call(path, i, calls[-1])
         if rec.callsite != short_site(rec.callsite):     # as a replay run here names it
             calls[-1] = Call(replace(rec, callsite=short_site(rec.callsite)), done, t_ns)
     blocked = next((c for c in reversed(calls) if not c.done), None) \

@@ -89,18 +89,37 @@ def _load(path: str, data: bytes) -> tuple[dict, str]:
     raise BadDump(path, "not a Flight Recorder dump (neither a pickle nor JSON)")
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _shapes(value, path: str, where: str) -> tuple[tuple[int, ...], ...]:
-    try:
-        return tuple(tuple(int(d) for d in shape) for shape in value or ())
-    except (TypeError, ValueError):
-        raise BadDump(path, f"{where}: sizes {value!r} are not lists of integers") from None
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(s, list) and all(map(_is_int, s))
+                                       for s in value):
+        return tuple(tuple(s) for s in value)
+    raise BadDump(path, f"{where}: sizes {value!r} are not lists of integers")
+
+
+def _strings(value, path: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise BadDump(path, f"{where}: dtypes {value!r} are not strings")
 
 
 def _frames(value, path: str, where: str, cache: dict) -> tuple[tuple[str, int, str], ...]:
+    if value is None:
+        return ()
     try:
-        key = tuple((f["filename"], int(f["line"]), f["name"]) for f in value or ())
-    except (TypeError, KeyError, ValueError):
-        raise BadDump(path, f"{where}: frames are not (name, filename, line) mappings") from None
+        key = tuple((f["filename"], f["line"], f["name"]) for f in value)
+    except (TypeError, KeyError):
+        key = None
+    if key is None or not all(isinstance(f, str) and _is_int(line) and isinstance(n, str)
+                              for f, line, n in key):
+        raise BadDump(path, f"{where}: frames are not (name, filename, line) mappings")
     return cache.setdefault(key, key)
 
 
@@ -112,18 +131,25 @@ def _entry(e, i: int, path: str, cache: dict) -> FREntry:
         if key not in e:
             raise BadDump(path, f"{where} has no {key!r}")
     pg = e["process_group"]
-    if not isinstance(pg, (list, tuple)) or len(pg) != 2:
+    if not isinstance(pg, (list, tuple)) or len(pg) != 2 or not all(
+            isinstance(x, str) for x in pg):
         raise BadDump(path, f"{where}: process_group {pg!r} is not (name, description)")
-    seq = e["collective_seq_id"]
-    if not isinstance(seq, int) or isinstance(seq, bool):
-        raise BadDump(path, f"{where}: collective_seq_id {seq!r} is not an integer")
-    return FREntry(int(e.get("record_id", i)), str(pg[0]), str(pg[1]), seq,
-                   str(e["profiling_name"]), _shapes(e.get("input_sizes"), path, where),
-                   tuple(map(str, e.get("input_dtypes") or ())),
+    checks = (("collective_seq_id", e["collective_seq_id"], _is_int),
+              ("record_id", e.get("record_id", i), _is_int),
+              ("profiling_name", e["profiling_name"], lambda v: isinstance(v, str)),
+              ("state", e.get("state", ""), lambda v: isinstance(v, str)),
+              ("retired", e["retired"], lambda v: isinstance(v, bool)),
+              ("is_p2p", e.get("is_p2p", False), lambda v: isinstance(v, bool)),
+              ("time_created_ns", e.get("time_created_ns") or 0, _is_int))
+    for key, value, ok in checks:
+        if not ok(value):
+            raise BadDump(path, f"{where}: {key} {value!r} is not what the recorder writes")
+    return FREntry(e.get("record_id", i), pg[0], pg[1], e["collective_seq_id"],
+                   e["profiling_name"], _shapes(e.get("input_sizes"), path, where),
+                   _strings(e.get("input_dtypes"), path, where),
                    _shapes(e.get("output_sizes"), path, where),
-                   _frames(e.get("frames"), path, where, cache), str(e.get("state", "")),
-                   bool(e["retired"]), bool(e.get("is_p2p", False)),
-                   int(e.get("time_created_ns") or 0))
+                   _frames(e.get("frames"), path, where, cache), e.get("state", ""),
+                   e["retired"], e.get("is_p2p", False), e.get("time_created_ns") or 0)
 
 
 def _pg_ranks(config) -> tuple[tuple[str, tuple[int, ...]], ...]:

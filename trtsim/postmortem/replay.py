@@ -4,7 +4,7 @@ inproc backend (``comm.reissue``), where the guard reports what the analysis rep
 What it holds, per rank, is the part of the history that decides the report: every
 communicator's calls from where all its members' histories are complete (``align``),
 less the prefix every member finished in agreement (two of those are kept, to show where
-the trouble starts); p2p calls all. Dropping a prefix that every member finished changes
+the trouble starts); p2p calls all; and the call the rank is blocked in, always. Dropping a prefix that every member finished changes
 nothing later: each of those calls completed, so every later call meets the same members
 as before. Calls keep their recorded sequence numbers, call sites and purposes. The file is
 YAML: the report it reproduces as comments on top, then one row of CallRecord fields per
@@ -16,10 +16,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from ..comm.calllog import RECORD_FIELDS
+from ..comm.calllog import RECORD_FIELDS, encode_call, record_of
 from ..comm.guard.rules import differences
 from ..comm.guard.waitfor import BLOCKED, FAILED
-from ..comm.records import CallRecord
 from ..comm.reissue import RankScript
 from .analysis import Analysis
 from .history import BadDump
@@ -82,8 +81,8 @@ def build_replay(analysis: Analysis, keep: int = KEEP, seed: int = 0) -> Replay:
     windows = _windows(analysis, keep)
     scripts = []
     for h in analysis.alignment.histories:
-        calls = tuple(c.record for c in h.calls
-                      if c.record.is_p2p or c.record.seq >= windows[c.record.group_key])
+        calls = tuple(c.record for c in h.calls if c is h.blocked or c.record.is_p2p
+                      or c.record.seq >= windows[c.record.group_key])
         end = "failed" if h.status == FAILED and h.failure else \
             "blocked" if h.status == BLOCKED else "done"
         scripts.append(RankScript(calls, end, h.failure))
@@ -112,14 +111,8 @@ def replay_text(replay: Replay) -> str:
         lines += [f"- rank: {rank}", f"  end: {script.end}",
                   f"  failure: {dump(script.failure)}",
                   "  calls:" if script.calls else "  calls: []"]
-        lines += [f"  - {dump(_row(rec))}" for rec in script.calls]
+        lines += [f"  - {dump(encode_call(rec, True, 0)[:-2])}" for rec in script.calls]
     return "\n".join(lines) + "\n"
-
-
-def _row(rec: CallRecord) -> list:
-    row = [getattr(rec, f) for f in RECORD_FIELDS]
-    row[RECORD_FIELDS.index("group_ranks")] = list(rec.group_ranks)
-    return row
 
 
 def is_replay(raw: dict) -> bool:
@@ -137,38 +130,53 @@ def load_replay(raw: dict, source: str) -> Replay:
     if raw.get("version") != REPLAY_VERSION:
         raise bad("version", f"{raw.get('version')!r}: this trtsim reads replays of version "
                   f"{REPLAY_VERSION}")
-    fields = tuple(raw.get("fields") or ())
-    if fields != RECORD_FIELDS:
+    if raw.get("fields") != list(RECORD_FIELDS):
         raise bad("fields", "are not this trtsim's call record fields (made by another "
                   "version?)")
     if raw.get("guard", "strict") not in ("strict", "lockstep", "off"):
         raise bad("guard", f"{raw.get('guard')!r} is not strict, lockstep or off")
-    for key, typ in (("seed", int), ("timeout", (int, float))):
-        if not isinstance(raw.get(key, 0), typ) or isinstance(raw.get(key, 0), bool):
-            raise bad(key, f"{raw.get(key)!r} must be a number")
+    seed, timeout = raw.get("seed", 0), raw.get("timeout", 30.0)
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise bad("seed", f"{seed!r} must be an integer")
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
+        raise bad("timeout", f"{timeout!r} must be a positive number of seconds")
+    made_from = raw.get("made_from") or []
+    if not isinstance(made_from, list) or not isinstance(raw.get("ranks"), list):
+        raise bad("ranks", "made_from and ranks must be lists")
+    layout = _layout(raw.get("layout"), bad)
     try:
-        layout = tuple((str(n), str(r), int(tp), int(pp), int(cp), bool(adp))
-                       for n, r, tp, pp, cp, adp in raw["layout"])
-        scripts = tuple(_script(entry, i, fields) for i, entry in enumerate(raw["ranks"]))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BadDump(source, f"layout or ranks: not as a replay writes them ({exc})") from None
+        scripts = tuple(_script(entry, i) for i, entry in enumerate(raw["ranks"]))
+    except ValueError as exc:
+        raise bad("ranks", f"not as a replay writes them ({exc})") from None
     if len(scripts) != sum(tp * pp * cp for _, _, tp, pp, cp, _ in layout):
         raise bad("ranks", f"{len(scripts)} ranks for a layout of "
                   f"{sum(tp * pp * cp for _, _, tp, pp, cp, _ in layout)}")
-    return Replay(source, layout, scripts, str(raw.get("expect_report", "")),
-                  int(raw.get("seed", 0)), str(raw.get("guard", "strict")),
-                  float(raw.get("timeout", 30.0)), str(raw.get("description", "")),
-                  tuple(map(str, raw.get("made_from") or ())))
+    return Replay(source, layout, scripts, str(raw.get("expect_report", "")), seed,
+                  raw.get("guard", "strict"), float(timeout), str(raw.get("description", "")),
+                  tuple(map(str, made_from)))
 
 
-def _script(entry: dict, i: int, fields: tuple[str, ...]) -> RankScript:
-    if entry.get("rank") != i or entry.get("end") not in ("done", "blocked", "failed"):
-        raise ValueError(f"rank entry {i} has rank {entry.get('rank')!r}, end "
-                         f"{entry.get('end')!r}")
-    calls = []
-    for row in entry.get("calls") or ():
-        values = dict(zip(fields, row, strict=True))
-        values["group_ranks"] = tuple(int(r) for r in values["group_ranks"])
-        calls.append(CallRecord(**values))
-    return RankScript(tuple(calls), entry["end"], str(entry.get("failure", "")))
+def _layout(value, bad) -> tuple[tuple, ...]:
+    rows = value if isinstance(value, list) and value else None
+    out = []
+    for row in rows or [None]:
+        if not (isinstance(row, list) and len(row) == 6 and all(isinstance(x, str)
+                                                                for x in row[:2])
+                and all(isinstance(x, int) and not isinstance(x, bool) and x > 0
+                        for x in row[2:5]) and isinstance(row[5], bool)):
+            raise bad("layout", f"{value!r}: one [name, role, tp, pp, cp, attention_dp] per "
+                      "instance")
+        out.append(tuple(row))
+    return tuple(out)
+
+
+def _script(entry: dict, i: int) -> RankScript:
+    if not isinstance(entry, dict) or entry.get("rank") != i or \
+            entry.get("end") not in ("done", "blocked", "failed"):
+        raise ValueError(f"rank entry {i} is not {{rank: {i}, end: done | blocked | failed}}")
+    rows = entry.get("calls") or []
+    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+        raise ValueError(f"rank {i}: calls are not rows of call record fields")
+    calls = tuple(record_of(dict(zip(RECORD_FIELDS, row, strict=True))) for row in rows)
+    return RankScript(calls, entry["end"], str(entry.get("failure", "")))
 

@@ -3,10 +3,14 @@
 The log must outlive a hang, so it is written when the rank leaves (``close``), when the
 launch's timeout passes while the rank still runs, and when the rank is ended by SIGTERM
 (what the launcher's teardown, torchrun and cluster schedulers send) -- also while the rank
-is blocked inside a real collective, where a Python signal handler would never run. For that
-SIGTERM is blocked in the rank's main thread before any other thread starts (every later
-thread inherits the mask) and a watcher thread takes it with ``sigtimedwait``: it writes the
-log, then lets SIGTERM end the process as it would have.
+is blocked inside a real collective, where the main thread never gets back to Python to run
+a signal handler. So SIGTERM gets a Python handler only to make the interpreter's C-level
+handler write the signal's number to a wakeup pipe (``signal.set_wakeup_fd``), from
+whichever thread the kernel picked; a watcher thread reads the pipe, writes the log, puts
+SIGTERM's default action back and lets it end the process as it would have. The same thread
+writes the log when the timeout passes. ``close`` (in the main thread) restores the handler
+and the wakeup descriptor it found. A launch from another thread than the main one gets no
+SIGTERM write (Python allows signal handlers in the main thread only).
 
 What the log says comes from two places: the transport (every call the rank entered, in
 order, non-blocking ones included) and the ledger (whether the rank is blocked in a call,
@@ -16,8 +20,10 @@ which calls returned, its pending sends and iteration: what the deadlock monitor
 from __future__ import annotations
 
 import collections
+import ctypes
 import json
 import os
+import select
 import signal
 import threading
 import time
@@ -28,7 +34,7 @@ from ..calllog import CALL_LOG_FORMAT, CALL_LOG_SIZE, CALL_LOG_VERSION, FIELDS, 
 from ..guard.waitfor import BLOCKED, FAILED, RUNNING
 from ..records import CallRecord
 
-_TERM = {signal.SIGTERM}
+_TERM = signal.SIGTERM
 
 
 class CallLogger:
@@ -42,8 +48,16 @@ class CallLogger:
         self.status, self.iteration, self.pending = RUNNING, 0, ()
         self.failure, self.traceback = "", ""
         self._lock = threading.Lock()
+        self._ending = threading.Lock()          # one writer of the last log
         self._closed = False
-        self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, _TERM)
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._restore = None
+        try:
+            old_fd = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+            self._restore = (old_fd, signal.signal(_TERM, self._on_term))
+        except ValueError:                       # not the main thread: no SIGTERM write
+            pass
         self._watcher = threading.Thread(target=self._watch, name="trtsim-calllog", daemon=True)
         self._watcher.start()
 
@@ -88,34 +102,64 @@ class CallLogger:
 
     def write(self, written_on: str) -> None:
         """Write the log atomically (a reader never sees half a file)."""
-        tmp = f"{self.path}.tmp{os.getpid()}"
+        tmp = f"{self.path}.tmp{os.getpid()}.{threading.get_ident()}"
         with open(tmp, "w") as f:
             json.dump(self.document(written_on), f, separators=(",", ":"), default=str)
         os.replace(tmp, self.path)
 
     def close(self, status: str, failure: str = "", traceback: str = "") -> None:
-        """The rank leaves: write the log and stop watching (SIGTERM is ours again). A rank
-        stopped by the launch (``failed`` with no failure of its own) keeps the state it
-        was stopped in: blocked in its call, or running."""
+        """The rank leaves: write the log, stop watching, give SIGTERM back. A rank stopped
+        by the launch (``failed`` with no failure of its own) keeps the state it was stopped
+        in: blocked in its call, or running."""
         if status != FAILED or failure:
             self.set_status(status)
         self.failure, self.traceback = failure, traceback
-        self.write("exit")
-        self._closed = True
-        signal.pthread_kill(self._watcher.ident, signal.SIGTERM)   # wakes the watcher
+        with self._ending:
+            self.write("exit")
+            self._closed = True
+        os.write(self._wake_w, b"\0")              # wakes the watcher, which returns
         self._watcher.join(2.0)
-        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
+        if self._restore is not None:
+            old_fd, old_handler = self._restore
+            signal.signal(_TERM, old_handler)
+            signal.set_wakeup_fd(old_fd)
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def _on_term(self, signum, frame) -> None:
+        """SIGTERM seen by the main thread in Python code: the same end as the watcher's."""
+        self._end()
+
+    def _end(self) -> None:
+        with self._ending:
+            if self._closed:
+                return
+            try:
+                self.write("signal")
+            except OSError:
+                pass
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.signal(_TERM, ctypes.c_void_p(0))       # SIG_DFL, from any thread
+            os.kill(os.getpid(), _TERM)                  # end as SIGTERM would have
+            time.sleep(5)
 
     def _watch(self) -> None:
-        got = signal.sigtimedwait(_TERM, self.timeout)
-        if got is None and not self._closed:
-            self.write("timeout")
-            signal.sigwait(_TERM)
-        if self._closed:
-            return
-        self.write("signal")
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _TERM)
-        os.kill(os.getpid(), signal.SIGTERM)      # end as SIGTERM would have
+        timeout = self.timeout
+        while True:
+            ready, _, _ = select.select([self._wake_r], [], [], timeout)
+            if not ready:
+                timeout = None
+                if not self._closed:
+                    try:
+                        self.write("timeout")
+                    except OSError:
+                        pass
+                continue
+            got = os.read(self._wake_r, 64)
+            if self._closed:
+                return
+            if _TERM in got:
+                self._end()
 
 
 class _Ledger:
@@ -171,8 +215,8 @@ class LoggedTransport:
 
 
 def start(config, rank: int, places) -> CallLogger | None:
-    """The rank's call logger when the launch has a ``log_dir`` (else None). Call it in the
-    rank's main thread before any other thread starts, so SIGTERM reaches the watcher."""
+    """The rank's call logger when the launch has a ``log_dir`` (else None); made in the
+    rank's main thread, it also writes the log when SIGTERM ends the rank."""
     if not getattr(config, "log_dir", None):
         return None
     os.makedirs(config.log_dir, exist_ok=True)

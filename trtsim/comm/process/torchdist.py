@@ -287,7 +287,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
               wakeups: list) -> None:
     """Entry point of one spawned rank process."""
     _die_with_parent()
-    logger = call_log.start(config, rank, places)     # before any thread starts
+    logger = call_log.start(config, rank, places)     # its SIGTERM handler: main thread
     failure = ("", "")
     os.environ.update(SAFE_ENV)
     # Many ranks share few cores: one intra-op thread each, or OpenMP workers spin against

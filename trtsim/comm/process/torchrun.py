@@ -157,7 +157,7 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
     if world != len(places):
         raise ValueError(f"torchrun started WORLD_SIZE={world} ranks but the launch lays out "
                          f"{len(places)} (tp*pp*cp of every instance)")
-    logger = call_log.start(config, rank, places)     # before the process group's threads
+    logger = call_log.start(config, rank, places)     # its SIGTERM handler: main thread
     pg_backend, device, stage = "gloo", torch.device("cpu"), False
     if config.backend == "nccl":
         gpus = torch.cuda.device_count()
@@ -197,6 +197,8 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
             raise
         ledger.set_status(rank, DONE)
         status = DONE
+        if logger is not None:
+            logger.set_status(DONE)      # the results' gather below is trtsim's, not the program's
         results = [None] * world
         tdist.all_gather_object(results, result, group=groups["world"].obj)
     finally:
