@@ -67,8 +67,9 @@ def rewrite(path, change):
     (b"{not json", "not valid JSON"),
     (pickle.dumps(["a", "list"], protocol=2), "not a mapping"),
     (pickle.dumps({"version": "3.0", "entries": []}, protocol=2), "trtsim reads 2.x"),
-    (pickle.dumps({"version": "2.10", "entries": [{"retired": True}]}, protocol=2),
-     "entry 0 has no 'collective_seq_id'"),
+    (pickle.dumps({"version": "2.10", "entries": [{"retired": True, "profiling_name": "gloo:x",
+                                                    "process_group": ("0", "default_pg")}]},
+                  protocol=2), "entry 0 has no 'collective_seq_id'"),
     (pickle.dumps(__import__("collections").OrderedDict(version="2.10")), "a dump holds no classes"),
 ])
 def test_a_file_that_is_no_dump_is_refused_in_one_line(dumps, tmp_path, content, why):

@@ -104,10 +104,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)          # usage errors: argparse exits 2
-    from ..scenario.schema import ScenarioError
     try:
         return args.func(args)
-    except (BadInput, ScenarioError, ValueError) as exc:
+    except (BadInput, ValueError) as exc:         # a ScenarioError is a ValueError
         print(f"trtsim: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

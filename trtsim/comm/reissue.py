@@ -29,11 +29,15 @@ NONBLOCKING = ("isend_object", "isend_tensor", "irecv_object", "irecv_tensor")
 class RankScript:
     """What one rank of a replay does: its recorded calls in order, then how it ends:
     ``done`` (it returns), ``failed`` (it raises ``failure``, ``Type: message``), or
-    ``blocked`` (its last call never returns)."""
+    ``blocked`` (its last call never returns). ``turns``: (index of a call, its turn) for
+    calls whose members must enter in the recorded order -- a mismatch is reported when the
+    first divergent member enters, with the records entered until then -- so a call waits
+    until every earlier turn at its group sequence has been entered."""
 
     calls: tuple[CallRecord, ...]
     end: str = "done"
     failure: str = ""
+    turns: tuple[tuple[int, int], ...] = ()
 
 
 class Shaped:
@@ -133,14 +137,30 @@ class ReplayFailure(Exception):
     shown by a subclass made for it)."""
 
 
-def replay_program(dist, scripts: tuple[RankScript, ...]) -> None:
+def _wait_turn(dist, rec: CallRecord, turn: int, entered: dict) -> None:
+    """Let other ranks move until every earlier turn of ``rec``'s sequence has entered (a
+    bounded wait: a turn that never comes does not hang the replay)."""
+    key = (rec.group_key, rec.seq)
+    for _ in range(100_000):
+        if entered.get(key, 0) >= turn:
+            break
+        dist._transport.delay(0.001)        # the inproc backend: one scheduling step aside
+    entered[key] = max(entered.get(key, 0), turn + 1)
+
+
+def replay_program(dist, scripts: tuple[RankScript, ...], entered: dict | None = None) -> None:
     """The rank program of a replay: issue this rank's recorded calls, each from its
-    recorded stack, at its recorded iteration, then end as the recorded rank ended."""
+    recorded stack, at its recorded iteration and turn, then end as the recorded rank
+    ended. ``entered`` is shared by the ranks of one run (the inproc backend's)."""
     script = scripts[dist.global_rank]
     frames = FrameMaker()
-    for rec in script.calls:
+    turns = dict(script.turns)
+    entered = {} if entered is None else entered
+    for i, rec in enumerate(script.calls):
         if rec.iteration != dist.iteration:
             dist.set_iteration(rec.iteration)
+        if i in turns:
+            _wait_turn(dist, rec, turns[i], entered)
         frames.call_from(_stack_of(rec), lambda rec=rec: _issue(dist, rec))
     if script.end == "failed":
         kind, _, message = script.failure.partition(": ")

@@ -90,7 +90,7 @@ def run_replay(replay: Replay, seed: int | None = None, backend: str | None = No
     seed = replay.seed if seed is None else seed
     t0 = time.perf_counter()
     try:
-        out = run_ranks(instances_of(replay), replay_program, (replay.scripts,),
+        out = run_ranks(instances_of(replay), replay_program, (replay.scripts, {}),
                         LaunchConfig("inproc", replay.guard, seed, replay.timeout),
                         progress=progress)
     except RuntimeError as exc:           # ranks parked in calls no wait-for edge explains

@@ -117,13 +117,18 @@ def _same(h: RankHistory, fixed: dict) -> Call | None:
 
 def _truncation_notes(histories, groups) -> tuple[str, ...]:
     notes = []
-    for h in histories:
-        if h.dropped:
-            notes.append(f"{h.label}'s {'ring buffer' if h.form != 'trtsim call log' else 'log'}"
-                         f" dropped its {h.dropped} oldest entries: its calls are aligned from "
-                         "what survives")
-    for g in groups:
-        if g.truncated and g.start > 1:
-            notes.append(f"{g.name}: every member's history is complete from #{g.start} on; "
-                         "earlier calls are compared where two members still have them")
+    cut = [(h.label, h.dropped) for h in histories if h.dropped]
+    if cut:
+        what = "ring buffer" if histories[0].form != "trtsim call log" else "call log"
+        counts = sorted({d for _, d in cut})
+        many = f"{len(cut)} ranks' {what}s dropped their oldest entries ({counts[0]}" + \
+            (f" to {counts[-1]}" if len(counts) > 1 else "") + " each)"
+        few = ", ".join(f"{name}'s {what} dropped its {d} oldest entries" for name, d in cut)
+        notes.append(f"{few if len(cut) <= 3 else many}: calls are aligned from what survives")
+    late = sorted((g.start, g.key[2] or g.name) for g in groups if g.truncated and g.start > 1)
+    if late:
+        shown = ", ".join(f"{name} from #{start}" for start, name in late[:3]) + \
+            (f" and {len(late) - 3} more groups" if len(late) > 3 else "")
+        notes.append(f"every member's history is complete only later on: {shown}; earlier "
+                     "calls are compared where two members still have them")
     return tuple(notes)

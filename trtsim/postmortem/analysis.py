@@ -1,8 +1,8 @@
 """Judging aligned histories with the guard's rules: what a live run would have reported.
 
 Three findings, each built by the guard's own function: members that disagree at one
-group sequence (``rules.check_group_call``: op, root, reduce op, signature, label, iteration,
-purpose), a rank that failed (``RankFailed``), and blocked ranks that can never proceed
+group sequence (``policy.judge`` and ``rules.check_group_call``: op, root, reduce op,
+signature, label, iteration, purpose), a rank that failed (``RankFailed``), and blocked ranks that can never proceed
 (``waitfor.find_deadlock`` / ``deadlock_error`` over the ranks' final states). A live run
 stops at the first of them to happen, so of several the one whose evidence is oldest (entry
 times) is reported; the others are consequences. Blocked ranks that wait only for ranks
@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass
 
 from ..comm.errors import CollectiveError, RankFailed, verdict_of
-from ..comm.guard.rules import check_group_call, differences
+from ..comm.guard.policy import GuardPolicy
 from ..comm.guard.waitfor import (BLOCKED, DONE, FAILED, RankState, deadlock_error,
                                   find_deadlock, timeout_error, waits_for)
 from .align import Alignment, align
-from .history import CALL_LOG
+from .history import CALL_LOG, gc_paused
 from .inputs import Job
 
 
@@ -79,17 +79,27 @@ def _n(count: int, what: str) -> str:
 
 
 def _mismatch(alignment: Alignment):
-    """(time, order, report) of the first divergent sequence of each group."""
+    """(time, order, report) of the first divergent sequence of each group, judged as the
+    live guard judges posts: in the order the members entered (entry times, then rank),
+    each against the first; the report holds the records posted until the divergent one."""
+    judge = GuardPolicy("strict").judge
     for order, g in enumerate(alignment.groups):
         for seq in sorted(g.at):
             calls = g.at[seq]
-            err = check_group_call({r: c.record for r, c in calls.items()})
-            if err is not None:
-                ref = min(calls)
-                other = next(r for r in sorted(calls) if differences(calls[ref].record,
-                                                                     calls[r].record))
-                yield max(calls[ref].t_ns, calls[other].t_ns), order, err
-                break
+            if len(calls) < 2:
+                continue
+            posts = sorted(calls.items(), key=lambda rc: (rc[1].t_ns, rc[0]))
+            first = posts[0][1].record
+            records = {posts[0][0]: first}
+            for rank, call in posts[1:]:
+                records[rank] = call.record
+                err = judge(first, call.record, records)
+                if err is not None:
+                    yield call.t_ns, order, err
+                    break
+            else:
+                continue
+            break
 
 
 def states_of(alignment: Alignment) -> dict[int, RankState]:
@@ -131,6 +141,11 @@ def _stuck(alignment: Alignment, states: dict[int, RankState]):
 
 def analyze(job: Job) -> Analysis:
     """Apply the guard's rules to one job's histories."""
+    with gc_paused():
+        return _analyze(job)
+
+
+def _analyze(job: Job) -> Analysis:
     alignment = align(job.histories)
     states = states_of(alignment)
     found = sorted([*_mismatch(alignment), *_failures(alignment), *_stuck(alignment, states)],

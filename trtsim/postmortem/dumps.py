@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import operator
 import pickle
 import re
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from .history import FR_JSON, FR_PICKLE, BadDump
 
 _NAME = re.compile(r"^(?P<prefix>.*?)(?P<rank>\d+)(?P<json>\.json)?$")
 _VERSION = re.compile(r"^2\.\d+$")
-_REQUIRED = ("collective_seq_id", "process_group", "profiling_name", "retired")
+_FRAME = operator.itemgetter("filename", "line", "name")
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ def _load(path: str, data: bytes) -> tuple[dict, str]:
         raise BadDump(path, "empty file")
     if data[:1] == b"\x80":
         try:
-            return _NoClasses(io.BytesIO(data)).load(), FR_PICKLE
+            # through a buffered reader: the unpickler reads it in blocks, not per opcode
+            return _NoClasses(io.BufferedReader(io.BytesIO(data))).load(), FR_PICKLE
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is bad input
             raise BadDump(path, f"not a readable Flight Recorder pickle ({type(exc).__name__}: "
                           f"{str(exc).splitlines()[0] if str(exc) else 'truncated'})") from None
@@ -93,63 +95,82 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _shapes(value, path: str, where: str) -> tuple[tuple[int, ...], ...]:
-    if value is None:
-        return ()
-    if isinstance(value, list) and all(isinstance(s, list) and all(map(_is_int, s))
-                                       for s in value):
-        return tuple(tuple(s) for s in value)
-    raise BadDump(path, f"{where}: sizes {value!r} are not lists of integers")
+def _nested(value) -> tuple:
+    return tuple([tuple(v) if isinstance(v, list) else v for v in value])
 
 
-def _strings(value, path: str, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise BadDump(path, f"{where}: dtypes {value!r} are not strings")
+def _stack_key(value) -> tuple:
+    return tuple(map(_FRAME, value))
 
 
-def _frames(value, path: str, where: str, cache: dict) -> tuple[tuple[str, int, str], ...]:
+def _checked(value, cache: dict, check, path: str, i: int, what: str, make_key=_nested):
+    """``value`` as nested tuples, checked once per distinct value: the few shapes, dtypes
+    and stacks of a job repeat in every entry, so each is one shared tuple."""
     if value is None:
         return ()
     try:
-        key = tuple((f["filename"], f["line"], f["name"]) for f in value)
-    except (TypeError, KeyError):
-        key = None
-    if key is None or not all(isinstance(f, str) and _is_int(line) and isinstance(n, str)
-                              for f, line, n in key):
-        raise BadDump(path, f"{where}: frames are not (name, filename, line) mappings")
+        key = make_key(value)
+        known = cache.get(key)
+    except (TypeError, KeyError):              # not a list, not mappings, unhashable items
+        key = known = None
+    if known is not None:
+        return known
+    if key is None or not isinstance(value, list) or not check(key):
+        raise BadDump(path, f"entry {i}: {what}")
     return cache.setdefault(key, key)
 
 
+def _ints(key) -> bool:
+    return all(isinstance(s, tuple) and all(map(_is_int, s)) for s in key)
+
+
+def _strs(key) -> bool:
+    return all(isinstance(v, str) for v in key)
+
+
+def _stack(key) -> bool:
+    return all(isinstance(f, tuple) and len(f) == 3 and isinstance(f[0], str)
+               and _is_int(f[1]) and isinstance(f[2], str) for f in key)
+
+
+_SIZES, _DTYPES = "sizes are not lists of integers", "dtypes are not strings"
+_FRAMES = "frames are not (name, filename, line) mappings"
+
+
 def _entry(e, i: int, path: str, cache: dict) -> FREntry:
-    where = f"entry {i}"
-    if not isinstance(e, dict):
-        raise BadDump(path, f"{where} is a {type(e).__name__}, not a mapping")
-    for key in _REQUIRED:
-        if key not in e:
-            raise BadDump(path, f"{where} has no {key!r}")
-    pg = e["process_group"]
-    if not isinstance(pg, (list, tuple)) or len(pg) != 2 or not all(
-            isinstance(x, str) for x in pg):
-        raise BadDump(path, f"{where}: process_group {pg!r} is not (name, description)")
-    checks = (("collective_seq_id", e["collective_seq_id"], _is_int),
-              ("record_id", e.get("record_id", i), _is_int),
-              ("profiling_name", e["profiling_name"], lambda v: isinstance(v, str)),
-              ("state", e.get("state", ""), lambda v: isinstance(v, str)),
-              ("retired", e["retired"], lambda v: isinstance(v, bool)),
-              ("is_p2p", e.get("is_p2p", False), lambda v: isinstance(v, bool)),
-              ("time_created_ns", e.get("time_created_ns") or 0, _is_int))
-    for key, value, ok in checks:
-        if not ok(value):
-            raise BadDump(path, f"{where}: {key} {value!r} is not what the recorder writes")
-    return FREntry(e.get("record_id", i), pg[0], pg[1], e["collective_seq_id"],
-                   e["profiling_name"], _shapes(e.get("input_sizes"), path, where),
-                   _strings(e.get("input_dtypes"), path, where),
-                   _shapes(e.get("output_sizes"), path, where),
-                   _frames(e.get("frames"), path, where, cache), e.get("state", ""),
-                   e["retired"], e.get("is_p2p", False), e.get("time_created_ns") or 0)
+    try:
+        pg, seq, name, retired = (e["process_group"], e["collective_seq_id"],
+                                  e["profiling_name"], e["retired"])
+        get = e.get
+    except (KeyError, TypeError, AttributeError) as exc:
+        why = f"has no {exc.args[0]!r}" if isinstance(exc, KeyError) else \
+            f"is a {type(e).__name__}, not a mapping"
+        raise BadDump(path, f"entry {i} {why}") from None
+    record_id, state = get("record_id", i), get("state", "")
+    is_p2p, created = get("is_p2p", False), get("time_created_ns") or 0
+    if not (type(pg) in (tuple, list) and len(pg) == 2 and type(pg[0]) is str
+            and type(pg[1]) is str and type(seq) is int and type(record_id) is int
+            and type(name) is str and type(state) is str and type(retired) is bool
+            and type(is_p2p) is bool and type(created) is int):
+        _bad_field(path, i, pg, seq, record_id, name, state, retired, is_p2p, created)
+    return FREntry(record_id, pg[0], pg[1], seq, name,
+                   _checked(get("input_sizes"), cache, _ints, path, i, _SIZES),
+                   _checked(get("input_dtypes"), cache, _strs, path, i, _DTYPES),
+                   _checked(get("output_sizes"), cache, _ints, path, i, _SIZES),
+                   _checked(get("frames"), cache, _stack, path, i, _FRAMES, _stack_key),
+                   state, retired, is_p2p, created)
+
+
+def _bad_field(path, i, pg, *values) -> None:
+    if not (isinstance(pg, (list, tuple)) and len(pg) == 2 and all(
+            isinstance(x, str) for x in pg)):
+        raise BadDump(path, f"entry {i}: process_group {pg!r} is not (name, description)")
+    names = ("collective_seq_id", "record_id", "profiling_name", "state", "retired", "is_p2p",
+             "time_created_ns")
+    kinds = (int, int, str, str, bool, bool, int)
+    for key, value, kind in zip(names, values, kinds):
+        if type(value) is not kind:
+            raise BadDump(path, f"entry {i}: {key} {value!r} is not what the recorder writes")
 
 
 def _pg_ranks(config) -> tuple[tuple[str, tuple[int, ...]], ...]:

@@ -95,7 +95,7 @@ def group_members(dumps: tuple[FRDump, ...], declared: dict[str, tuple[int, ...]
             users.setdefault(e.pg_name, set()).add(d.rank)
             if e.pg_desc == "default_pg":
                 defaults.add(e.pg_name)
-    members, notes = {}, []
+    members, inferred = {}, []
     for name in sorted(users, key=lambda n: (len(n), n)):
         if name in declared:
             members[name] = tuple(sorted(declared[name]))
@@ -105,10 +105,31 @@ def group_members(dumps: tuple[FRDump, ...], declared: dict[str, tuple[int, ...]
             members[name] = world
         else:
             members[name] = tuple(sorted(users[name]))
-            notes.append(f"group {name!r}: its members are taken to be the ranks whose dumps "
-                         f"use it, {list(members[name])} (gloo records no membership; "
-                         f"--group {name}=RANKS says otherwise)")
-    return members, tuple(notes)
+            ranks = members[name]
+            inferred.append(f"{name!r} {list(ranks)}" if len(ranks) <= 4 else
+                            f"{name!r} ({len(ranks)} ranks)")
+    if not inferred:
+        return members, ()
+    shown = ", ".join(inferred[:6]) + (f" and {len(inferred) - 6} more" if len(inferred) > 6
+                                       else "")
+    return members, (f"group{'s' if len(inferred) > 1 else ''} {shown}: members taken to be "
+                     "the ranks whose dumps use them (gloo's dumps name none; --group "
+                     "NAME=RANKS says otherwise)",)
+
+
+def _template(e: FREntry, members: dict, world: tuple[int, ...]) -> tuple:
+    """What an entry's record takes from its group, op, shapes and stack (the same for the
+    thousands of entries one call site makes): op, call site, signature, kind, ranks,
+    purpose, communicator, API, and whether the shapes say the rank is a root."""
+    origin = origin_of_frames(e.frames)
+    op_name = e.profiling_name.partition(":")[2]
+    op = _OPS.get(op_name.split(" ")[0], op_name or e.profiling_name)
+    api = _api(e)
+    ranks = members[e.pg_name]
+    return (op, origin.callsite, _signature(e, op, api), "world" if ranks == world else
+            "group", ranks, origin.purpose,
+            WORLD_COMM if e.pg_desc == "default_pg" else f"torch:{e.pg_name}", f"torch.{api}",
+            _claims_root(e, op))
 
 
 def fr_histories(dumps: tuple[FRDump, ...], declared: dict[str, tuple[int, ...]] | None = None
@@ -116,7 +137,7 @@ def fr_histories(dumps: tuple[FRDump, ...], declared: dict[str, tuple[int, ...]]
     """The rank histories of one job's dumps, and notes on what the dumps cannot say."""
     members, notes = group_members(dumps, declared or {})
     world = tuple(sorted(d.rank for d in dumps))
-    origins: dict = {}
+    templates: dict = {}
     out, p2p = [], 0
     for d in dumps:
         calls = []
@@ -124,21 +145,15 @@ def fr_histories(dumps: tuple[FRDump, ...], declared: dict[str, tuple[int, ...]]
             if e.is_p2p:
                 p2p += 1
                 continue
-            ranks = members[e.pg_name]
-            origin = origins.get(e.frames)
-            if origin is None:
-                origin = origins[e.frames] = origin_of_frames(e.frames)
-            op = _OPS.get(e.profiling_name.partition(":")[2].split(" ")[0],
-                          e.profiling_name.partition(":")[2] or e.profiling_name)
-            api = _api(e)
-            default = e.pg_desc == "default_pg"
-            rec = CallRecord(op, e.seq, None, 0, origin.callsite, _signature(e, op, api),
-                             d.rank, d.rank, "", "world" if ranks == world else "group", ranks,
-                             purpose=origin.purpose,
-                             comm=WORLD_COMM if default else f"torch:{e.pg_name}",
-                             api=f"torch.{api}")
-            calls.append(Call(rec, e.retired or e.state == "completed", e.time_ns,
-                              _claims_root(e, op)))
+            # the entries' shapes and stacks are shared objects (dumps.read_dump): by identity
+            key = (e.pg_name, e.pg_desc, e.profiling_name, id(e.input_sizes),
+                   id(e.input_dtypes), bool(e.output_sizes), id(e.frames))
+            t = templates.get(key)
+            if t is None:
+                t = templates[key] = _template(e, members, world)
+            rec = CallRecord(t[0], e.seq, None, 0, t[1], t[2], d.rank, d.rank, "", t[3], t[4],
+                             purpose=t[5], comm=t[6], api=t[7])
+            calls.append(Call(rec, e.retired or e.state == "completed", e.time_ns, t[8]))
         blocked = next((c for c in calls if not c.done), None)
         dropped = d.entries[0].record_id if d.entries else 0
         out.append(RankHistory(d.rank, d.path, d.form, d.version, tuple(calls),

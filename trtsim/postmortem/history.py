@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from dataclasses import dataclass, field
 
 from ..comm.guard.waitfor import BLOCKED, DONE, FAILED, RUNNING
@@ -9,6 +11,20 @@ from ..comm.records import CallRecord
 
 STATUSES = (RUNNING, BLOCKED, DONE, FAILED)
 FR_PICKLE, FR_JSON, CALL_LOG = "flight recorder pickle", "flight recorder json", "trtsim call log"
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """No cyclic garbage collection while a job's million small objects are made: they are
+    all kept, and a collection walks every one of them (it made reading 64 dumps 4x slower).
+    Reentrant; collection resumes as it was."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 class BadDump(ValueError):

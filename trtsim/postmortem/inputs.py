@@ -17,7 +17,7 @@ from ..comm.calllog import rank_of_name
 from .calllog import read_call_log
 from .dumps import rank_of_dump_name, read_dump
 from .fr_records import fr_histories
-from .history import BadDump, RankHistory
+from .history import BadDump, RankHistory, gc_paused
 
 
 @dataclass(frozen=True)
@@ -62,6 +62,11 @@ def _one_each(found: dict[int, list[str]], what: str) -> dict[int, str]:
 def load_job(paths: Sequence[str], groups: dict[str, tuple[int, ...]] | None = None) -> Job:
     """Read one job's files; ``BadDump`` (one line naming the file) for unusable input.
     ``groups``: process-group members the dumps cannot say (name -> global ranks)."""
+    with gc_paused():
+        return _load(paths, groups)
+
+
+def _load(paths, groups) -> Job:
     logs: dict[int, list[str]] = {}
     pickles: dict[int, list[str]] = {}
     jsons: dict[int, list[str]] = {}

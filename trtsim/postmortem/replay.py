@@ -4,7 +4,9 @@ inproc backend (``comm.reissue``), where the guard reports what the analysis rep
 What it holds, per rank, is the part of the history that decides the report: every
 communicator's calls from where all its members' histories are complete (``align``),
 less the prefix every member finished in agreement (two of those are kept, to show where
-the trouble starts); p2p calls all; and the call the rank is blocked in, always. Dropping a prefix that every member finished changes
+the trouble starts); p2p calls all; and the call the rank is blocked in, always. At the
+reported mismatch the members enter in the recorded order (``RankScript.turns``), so the
+report names the same records on any schedule. Dropping a prefix that every member finished changes
 nothing later: each of those calls completed, so every later call meets the same members
 as before. Calls keep their recorded sequence numbers, call sites and purposes. The file is
 YAML: the report it reproduces as comments on top, then one row of CallRecord fields per
@@ -75,17 +77,33 @@ def _windows(analysis: Analysis, keep: int) -> dict[tuple, int]:
     return out
 
 
+def _turns(analysis: Analysis) -> dict[int, int]:
+    """Per rank, its turn at the reported mismatch's sequence: the members the report names
+    in the order they entered, then the others (who entered after the divergence)."""
+    err = analysis.error
+    if err is None or err.kind != "mismatch" or not err.calls:
+        return {}
+    entered = list(err.calls)                  # the report's records, in entry order
+    rec = err.calls[entered[0]]
+    return {m: entered.index(m) if m in entered else len(entered) for m in rec.group_ranks}
+
+
 def build_replay(analysis: Analysis, keep: int = KEEP, seed: int = 0) -> Replay:
     """The replay of an analysed job (see the module note)."""
     job = analysis.job
     windows = _windows(analysis, keep)
+    turns = _turns(analysis)
+    at = next(iter(analysis.error.calls.values())) if turns else None
     scripts = []
     for h in analysis.alignment.histories:
         calls = tuple(c.record for c in h.calls if c is h.blocked or c.record.is_p2p
                       or c.record.seq >= windows[c.record.group_key])
         end = "failed" if h.status == FAILED and h.failure else \
             "blocked" if h.status == BLOCKED else "done"
-        scripts.append(RankScript(calls, end, h.failure))
+        mine = tuple((i, turns[h.rank]) for i, rec in enumerate(calls)
+                     if at is not None and h.rank in turns and not rec.is_p2p
+                     and rec.group_key == at.group_key and rec.seq == at.seq)
+        scripts.append(RankScript(calls, end, h.failure, mine))
     layout = job.layout or (("", "", len(scripts), 1, 1, False),)
     made_from = tuple(h.source for h in job.histories)
     return Replay("<analysis>", layout, tuple(scripts),
@@ -110,6 +128,7 @@ def replay_text(replay: Replay) -> str:
     for rank, script in enumerate(replay.scripts):
         lines += [f"- rank: {rank}", f"  end: {script.end}",
                   f"  failure: {dump(script.failure)}",
+                  f"  turns: {dump([list(t) for t in script.turns])}",
                   "  calls:" if script.calls else "  calls: []"]
         lines += [f"  - {dump(encode_call(rec, True, 0)[:-2])}" for rec in script.calls]
     return "\n".join(lines) + "\n"
@@ -178,5 +197,11 @@ def _script(entry: dict, i: int) -> RankScript:
     if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
         raise ValueError(f"rank {i}: calls are not rows of call record fields")
     calls = tuple(record_of(dict(zip(RECORD_FIELDS, row, strict=True))) for row in rows)
-    return RankScript(calls, entry["end"], str(entry.get("failure", "")))
+    turns = entry.get("turns") or []
+    if not (isinstance(turns, list) and all(
+            isinstance(t, list) and len(t) == 2 and all(type(x) is int for x in t)
+            and 0 <= t[0] < len(calls) for t in turns)):
+        raise ValueError(f"rank {i}: turns are not [call index, turn] pairs")
+    return RankScript(calls, entry["end"], str(entry.get("failure", "")),
+                      tuple(tuple(t) for t in turns))
 

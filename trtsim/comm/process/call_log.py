@@ -127,20 +127,21 @@ class CallLogger:
         os.close(self._wake_w)
 
     def _on_term(self, signum, frame) -> None:
-        """SIGTERM seen by the main thread in Python code: the same end as the watcher's."""
-        self._end()
+        """SIGTERM seen by the main thread between two bytecodes (perhaps inside ``close``,
+        holding the lock): the end runs in a thread of its own."""
+        threading.Thread(target=self._end, daemon=True).start()
 
     def _end(self) -> None:
+        """Write the log (unless ``close`` just did), then end as SIGTERM would have."""
         with self._ending:
-            if self._closed:
-                return
-            try:
-                self.write("signal")
-            except OSError:
-                pass
+            if not self._closed:
+                try:
+                    self.write("signal")
+                except OSError:
+                    pass
             libc = ctypes.CDLL(None, use_errno=True)
             libc.signal(_TERM, ctypes.c_void_p(0))       # SIG_DFL, from any thread
-            os.kill(os.getpid(), _TERM)                  # end as SIGTERM would have
+            os.kill(os.getpid(), _TERM)
             time.sleep(5)
 
     def _watch(self) -> None:
@@ -149,17 +150,18 @@ class CallLogger:
             ready, _, _ = select.select([self._wake_r], [], [], timeout)
             if not ready:
                 timeout = None
-                if not self._closed:
-                    try:
-                        self.write("timeout")
-                    except OSError:
-                        pass
+                with self._ending:
+                    if not self._closed:
+                        try:
+                            self.write("timeout")
+                        except OSError:
+                            pass
                 continue
             got = os.read(self._wake_r, 64)
-            if self._closed:
-                return
             if _TERM in got:
                 self._end()
+            if self._closed:
+                return
 
 
 class _Ledger:
