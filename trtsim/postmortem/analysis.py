@@ -2,8 +2,9 @@
 
 Three findings, each built by the guard's own function: members that disagree at one
 group sequence (``policy.judge`` and ``rules.check_group_call``: op, root, reduce op,
-signature, label, iteration, purpose), a rank that failed (``RankFailed``), and blocked ranks that can never proceed
-(``waitfor.find_deadlock`` / ``deadlock_error`` over the ranks' final states). A live run
+signature, label, iteration, purpose), a rank that failed (``RankFailed``), and blocked
+ranks that can never proceed (``waitfor.find_deadlock`` / ``deadlock_error`` over the ranks'
+final states). A live run
 stops at the first of them to happen, so of several the one whose evidence is oldest (entry
 times) is reported; the others are consequences. Blocked ranks that wait only for ranks
 still running when the files were written are reported as ranks that never arrived
