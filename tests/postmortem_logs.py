@@ -9,6 +9,14 @@ import pickle
 import trtsim
 from tests import postmortem_shapes, programs
 
+def deployment_skip(dist):
+    """Generation rank 1 of a ctx + gen deployment skips its TP gather of iteration 1."""
+    for it in range(3):
+        dist.set_iteration(it)
+        if not (dist.role == "gen" and dist.rank == 1 and it == 1):
+            dist.tp_allgather(dist.rank, label="state")
+
+
 # run name -> (program, launch keywords)
 RUNS = {
     "skip": (programs.skip_pp_allgather, dict(tp=2, pp=2)),
@@ -21,6 +29,7 @@ RUNS = {
     "raising_rank": (programs.raising_rank, dict(tp=2, pp=2)),
     "torch_p2p_tag_mismatch": (postmortem_shapes.p2p_tag_mismatch,
                                dict(tp=2, intercept=("torch",))),
+    "deployment_skip": (deployment_skip, dict(deployment="tp2_pp1")),
 }
 
 

@@ -123,3 +123,11 @@ def test_a_torchrun_job_leaves_logs_that_give_its_report(tmp_path):
     printed = out.stderr[out.stderr.index("CollectiveDeadlock"):].split("\n[rank")[0].rstrip()
     found = analyze(load_job([str(tmp_path / "logs")]))
     assert str(found.error) == printed
+
+
+def test_a_deployments_logs_name_ranks_by_instance(runs):
+    err = analysis_of(runs, "deployment_skip").error
+    assert err.summary.startswith("tp group [2, 3]: call #2 differs in iteration "
+                                  "(gen rank 0 (global 2): 1, gen rank 1 (global 3): 2)")
+    layout = load_job([os.path.join(runs, "deployment_skip")]).layout
+    assert [row[:2] for row in layout] == [("ctx", "ctx"), ("gen", "gen")]

@@ -108,6 +108,13 @@ def test_paths_that_hold_nothing_to_read(dumps, tmp_path):
     assert "does not end in a rank" in refused([tmp_path / "notes.txt"])
 
 
+def test_files_being_written_are_not_read(runs, tmp_path):
+    folder = tmp_path / "logs"
+    shutil.copytree(os.path.join(runs, "early_exit"), folder)
+    (folder / "trtsim_calls_rank0.json.tmp123.456").write_text("{")   # a writer killed mid-way
+    assert len(load_job([str(folder)]).histories) == 2
+
+
 def test_call_logs_and_dumps_do_not_mix(dumps, runs, tmp_path):
     folder = job_copy(dumps, tmp_path)
     shutil.copy(os.path.join(runs, "early_exit", "trtsim_calls_rank0.json"), folder)

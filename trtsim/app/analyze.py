@@ -17,6 +17,7 @@ EXIT_OK, EXIT_VIOLATION = 0, 1
 
 
 def add_parser(sub) -> None:
+    """The ``analyze`` subcommand's arguments."""
     p = sub.add_parser("analyze", help="read a hang's Flight Recorder dumps or trtsim call "
                        "logs, report what the guard would have, write a replay")
     p.add_argument("paths", nargs="+", metavar="PATH",
@@ -49,6 +50,7 @@ def parse_groups(items: list[str] | None) -> dict[str, tuple[int, ...]]:
 
 
 def cmd_analyze(args) -> int:
+    """Read, judge, print; with ``--replay`` write the replay, with ``--json`` the document."""
     from ..postmortem.analysis import analyze
     from ..postmortem.inputs import load_job
     t0 = time.perf_counter()

@@ -101,6 +101,7 @@ class FrameMaker:
         self._made: dict[tuple, Callable] = {}
 
     def frame(self, file: str, line: int, qualname: str, name: str) -> Callable:
+        """A function ``f(go)`` whose frame sits at ``file:line`` in ``name`` and calls go."""
         key = (file, line, qualname, name)
         fn = self._made.get(key)
         if fn is None:

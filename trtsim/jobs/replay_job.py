@@ -34,6 +34,7 @@ class ReplayResult:
 
     @property
     def holds(self) -> bool:
+        """No report: a replay of a hang does not hold (``trtsim run`` exits 1)."""
         return self.verdict == "ok"
 
     @property
@@ -44,6 +45,8 @@ class ReplayResult:
             _report(self.replay.expect_report)
 
     def summary(self) -> str:
+        """What ``trtsim run`` prints: the replay, the verdict, whether it is the recorded
+        report, and the report."""
         r = self.replay
         same = "the recorded report, reproduced" if self.reproduced else \
             "NOT the report it was made from"
@@ -76,6 +79,7 @@ def _report(text: str) -> list[str]:
 
 
 def instances_of(replay: Replay) -> list[InstanceLayout]:
+    """The recorded launch's instances, so ranks are named as the recorded run named them."""
     return [InstanceLayout(name, role, ParallelLayout(tp_size=tp, pp_size=pp, cp_size=cp,
                                                       enable_attention_dp=adp))
             for name, role, tp, pp, cp, adp in replay.layout]

@@ -32,6 +32,7 @@ class GroupView:
 
     @property
     def name(self) -> str:
+        """``group [0, 1] (torch:1)``: the communicator's kind, ranks and id."""
         kind, ranks, comm = self.key
         return f"{kind} {list(ranks)}" + (f" ({comm})" if comm else "")
 

@@ -36,10 +36,12 @@ class Analysis:
 
     @property
     def verdict(self) -> str:
+        """ok, mismatch, deadlock or failed, as a run's verdict."""
         return verdict_of(self.error)
 
     @property
     def calls(self) -> int:
+        """Calls read, all ranks."""
         return sum(len(h.calls) for h in self.job.histories)
 
     def summary(self) -> str:

@@ -69,6 +69,7 @@ def rank_of_dump_name(basename: str) -> tuple[str, int, bool] | None:
 
 class _NoClasses(pickle.Unpickler):
     def find_class(self, module, name):
+        """Every class is refused: a dump holds plain containers only."""
         raise pickle.UnpicklingError(f"it refers to {module}.{name}, and a dump holds no "
                                      "classes")
 

@@ -78,4 +78,5 @@ class RankHistory:
 
     @property
     def label(self) -> str:
+        """How reports name the rank."""
         return self.name or f"rank {self.rank}"

@@ -29,6 +29,7 @@ class Job:
 
     @property
     def form(self) -> str:
+        """The kind of files read (forms joined with `` + `` when mixed)."""
         return " + ".join(sorted({h.form for h in self.histories}))
 
     @property
@@ -43,8 +44,8 @@ def _files(paths: Sequence[str]) -> list[tuple[str, bool]]:
     for path in paths:
         if os.path.isdir(path):
             names = sorted(os.listdir(path))
-            out += [(os.path.join(path, n), False) for n in names
-                    if os.path.isfile(os.path.join(path, n)) and not n.endswith(".tmp")]
+            out += [(os.path.join(path, n), False) for n in names   # not half-written ones
+                    if os.path.isfile(os.path.join(path, n)) and ".tmp" not in n]
         elif os.path.exists(path):
             out.append((path, True))
         else:

@@ -48,10 +48,12 @@ class Replay:
 
     @property
     def name(self) -> str:
+        """The replay as a run's summary names a scenario: its file."""
         return self.source
 
     @property
     def calls(self) -> int:
+        """Recorded calls it re-issues, all ranks."""
         return sum(len(s.calls) for s in self.scripts)
 
 

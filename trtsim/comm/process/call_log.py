@@ -63,6 +63,7 @@ class CallLogger:
 
     # -- what the transport and the ledger report ----------------------------------------
     def entered(self, rec: CallRecord) -> list:
+        """The rank enters ``rec`` (the transport, before the call); its log entry."""
         entry = [rec, False, time.time_ns()]
         with self._lock:
             self._calls.append(entry)
@@ -70,10 +71,12 @@ class CallLogger:
         return entry
 
     def returned(self, entry: list) -> None:
+        """The transport's call returned (a blocking one is marked by the ledger already)."""
         if self._current is not entry:          # a non-blocking call: it returned at once
             entry[1] = True
 
     def posted(self, rec: CallRecord) -> None:
+        """The rank waits in ``rec`` (the ledger's post): blocked until its status moves."""
         with self._lock:
             entry = next((e for e in reversed(self._calls) if e[0] is rec), None)
             if entry is None:
@@ -84,6 +87,7 @@ class CallLogger:
             self._current, self.status = entry, BLOCKED
 
     def set_status(self, status: str) -> None:
+        """The rank's status as the ledger says it; ``running`` means its call returned."""
         with self._lock:
             if self._current is not None and status == RUNNING:
                 self._current[1] = True          # the call it was in returned
@@ -92,6 +96,7 @@ class CallLogger:
 
     # -- writing -------------------------------------------------------------------------
     def document(self, written_on: str) -> dict:
+        """The log as JSON-ready data (format: ``comm.calllog``)."""
         with self._lock:
             rows = [encode_call(rec, done, t) for rec, done, t in self._calls]
             dropped = self._entered - len(rows)
@@ -165,7 +170,8 @@ class CallLogger:
 
 
 class _Ledger:
-    """The rank's ledger, telling the logger what the monitor learns."""
+    """The rank's ledger, telling the logger what the monitor learns (the ledger methods
+    that change a rank's state; the others pass through)."""
 
     def __init__(self, ledger, logger: CallLogger):
         self._ledger, self._logger = ledger, logger
@@ -191,7 +197,8 @@ class _Ledger:
 
 
 class LoggedTransport:
-    """A rank's transport whose calls go into its call log first."""
+    """A rank's transport whose calls go into its call log first (the Transport methods of
+    ``comm.distributed``; everything else passes through)."""
 
     def __init__(self, transport, logger: CallLogger):
         transport.ledger = _Ledger(transport.ledger, logger)
