@@ -82,8 +82,7 @@ def make_dumps(out_dir: str, iterations: int) -> float:
     """The 64 dumps of one hung job; returns the seconds it took."""
     import multiprocessing as mp
     import socket
-    import torch  # noqa: F401 - imported once, before the ranks are forked
-    import torch.distributed  # noqa: F401
+    import torch.distributed  # noqa: F401 - imported once, before the ranks are forked
     os.makedirs(out_dir, exist_ok=True)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -217,10 +217,10 @@ def suite_dumps(root: str) -> str:
     return root
 
 
-def shared_dir(request, name: str) -> str:
+def shared_dir(tmp_path_factory, request, name: str) -> str:
     """A folder every xdist worker of this session sees (the session's base temp's parent
     under xdist), for files made once per session."""
-    base = request.config._tmp_path_factory.getbasetemp()
+    base = tmp_path_factory.getbasetemp()
     root = base.parent if hasattr(request.config, "workerinput") else base
     return os.path.join(str(root), name)
 

@@ -11,7 +11,6 @@ import pytest
 
 import trtsim
 from tests import postmortem_logs as logs
-from tests import postmortem_shapes
 from trtsim.jobs.replay_job import reproducing_seed
 from trtsim.postmortem.analysis import analyze
 from trtsim.postmortem.inputs import load_job
@@ -21,9 +20,6 @@ pytestmark = pytest.mark.timeout(300)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(scope="session")
-def runs(request):
-    return logs.suite_logs(postmortem_shapes.shared_dir(request, "call_logs"))
 
 
 def analysis_of(runs, run):

@@ -6,16 +6,12 @@ import os
 
 import pytest
 
-from tests import postmortem_shapes as shapes
 from tests.test_json_schema import check
 from trtsim.app.cli import main
 
 pytestmark = pytest.mark.timeout(300)
 
 
-@pytest.fixture(scope="session")
-def dumps(request):
-    return shapes.suite_dumps(shapes.shared_dir(request, "fr_dumps"))
 
 
 def run(capsys, *argv):

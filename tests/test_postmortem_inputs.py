@@ -2,6 +2,7 @@
 malformed, foreign or mixed-version dumps, call logs that are not, a job with a rank missing.
 ``trtsim analyze`` then exits 2 with that line and no traceback."""
 
+import collections
 import copy
 import json
 import os
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests import postmortem_logs, postmortem_shapes as shapes
+from tests import postmortem_shapes as shapes
 from trtsim.postmortem.analysis import analyze
 from trtsim.postmortem.history import BadDump
 from trtsim.postmortem.inputs import load_job
@@ -25,14 +26,8 @@ PREFIX = shapes.PREFIX
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-@pytest.fixture(scope="session")
-def dumps(request):
-    return shapes.suite_dumps(shapes.shared_dir(request, "fr_dumps"))
 
 
-@pytest.fixture(scope="session")
-def runs(request):
-    return postmortem_logs.suite_logs(shapes.shared_dir(request, "call_logs"))
 
 
 def job_copy(dumps, tmp_path, run="early_exit", json_too=False):
@@ -70,7 +65,7 @@ def rewrite(path, change):
     (pickle.dumps({"version": "2.10", "entries": [{"retired": True, "profiling_name": "gloo:x",
                                                     "process_group": ("0", "default_pg")}]},
                   protocol=2), "entry 0 has no 'collective_seq_id'"),
-    (pickle.dumps(__import__("collections").OrderedDict(version="2.10")), "a dump holds no classes"),
+    (pickle.dumps(collections.OrderedDict(version="2.10")), "a dump holds no classes"),
 ])
 def test_a_file_that_is_no_dump_is_refused_in_one_line(dumps, tmp_path, content, why):
     folder = job_copy(dumps, tmp_path)
@@ -143,8 +138,8 @@ def test_a_call_log_that_is_not_one_is_refused(runs, tmp_path, change, why):
 
 def _mutations():
     junk = st.one_of(st.none(), st.integers(-3, 3), st.text(max_size=3), st.booleans(),
-                     st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2),
-                                                                          st.integers(), max_size=2))
+                     st.lists(st.integers(), max_size=2),
+                     st.dictionaries(st.text(max_size=2), st.integers(), max_size=2))
     return st.lists(st.tuples(st.integers(0, 10_000), st.booleans(), junk), min_size=1,
                     max_size=4)
 

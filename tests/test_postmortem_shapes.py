@@ -18,9 +18,6 @@ pytestmark = pytest.mark.timeout(300)
 SEEN = ("skip_pair", "op_mismatch", "root_mismatch", "cross_group_cycle", "early_exit")
 
 
-@pytest.fixture(scope="session")
-def dumps(request):
-    return shapes.suite_dumps(shapes.shared_dir(request, "fr_dumps"))
 
 
 def analysis_of(dumps, run, *files):

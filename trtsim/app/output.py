@@ -1,9 +1,9 @@
 """What the command writes for programs: versioned JSON documents (docs/JSON.md).
 
 Every document is an object whose first keys say what it is: ``schema`` (``trtsim/run``,
-``trtsim/perf``, ``trtsim/compare``, ``trtsim/explore``, ``trtsim/analyze``, ``trtsim/replay``), ``schema_version`` (an integer,
-raised when a key changes meaning or goes away; new keys may appear within a version) and
-``trtsim_version``.
+``trtsim/perf``, ``trtsim/compare``, ``trtsim/explore``, ``trtsim/analyze``,
+``trtsim/replay``), ``schema_version`` (an integer, raised when a key changes meaning or goes
+away; new keys may appear within a version) and ``trtsim_version``.
 """
 
 from __future__ import annotations

@@ -162,6 +162,7 @@ def fr_histories(dumps: tuple[FRDump, ...], declared: dict[str, tuple[int, ...]]
     if p2p:
         notes += (f"{p2p} p2p entries are left out: the Flight Recorder keeps no p2p tag",)
     if any(d.entries and not any(e.frames for e in d.entries) for d in dumps):
-        notes += ("dumps without Python frames (the JSON form): call sites and purposes are "
-                  "unknown, so a skipped call that paired silently cannot be told apart",)
+        notes += ("dumps without Python frames (the JSON form, or a dump taken without stack "
+                  "traces): call sites and purposes are unknown, so a skipped call that "
+                  "paired silently cannot be told apart",)
     return tuple(out), notes
