@@ -4,7 +4,8 @@
    pp_allgather of host objects. Timed inside the ranks (barrier, loop, barrier), median over
    repeats, all variants in one run: trtsim strict, trtsim off, plain torch.distributed
    all_gather_object on the same groups, and the plain program under
-   TORCH_DISTRIBUTED_DEBUG=DETAIL. Ratios are to trtsim off.
+   TORCH_DISTRIBUTED_DEBUG=DETAIL, and trtsim strict writing call logs (``log_dir``).
+   Ratios are to trtsim off.
 2. Time to report: the wall time from the moment the last rank enters its final (blocking)
    call to the moment the launcher returns the report, for a deadlock (cross-group cycle,
    found by the monitor) and a mismatch (a skipped pp_allgather, found in the pre-check).
@@ -87,9 +88,10 @@ def plain_torch(iterations, detail):
     return max(times)
 
 
-def trtsim_time(iterations, guard):
-    res = trtsim.launch(trtsim_gathers, tp=4, pp=2, backend="gloo", guard=guard,
-                        args=(iterations,), timeout=600)
+def trtsim_time(iterations, guard, log=False):
+    with tempfile.TemporaryDirectory() as logs:
+        res = trtsim.launch(trtsim_gathers, tp=4, pp=2, backend="gloo", guard=guard,
+                            args=(iterations,), timeout=600, log_dir=logs if log else None)
     return max(res)
 
 
@@ -97,6 +99,7 @@ def guard_overhead(iterations, repeat):
     variants = {
         "trtsim guard=off": lambda: trtsim_time(iterations, "off"),
         "trtsim guard=strict": lambda: trtsim_time(iterations, "strict"),
+        "trtsim guard=strict, log_dir": lambda: trtsim_time(iterations, "strict", log=True),
         "torch.distributed (plain)": lambda: plain_torch(iterations, False),
         "torch.distributed DEBUG=DETAIL": lambda: plain_torch(iterations, True),
     }

@@ -10,7 +10,7 @@ import torch
 
 torch.set_num_threads(1)
 
-pytest_plugins = ["pytester"]
+pytest_plugins = ["pytester", "tests.postmortem_fixtures"]   # the post-mortem tests' dumps
 
 
 def pytest_collection_modifyitems(config, items) -> None:

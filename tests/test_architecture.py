@@ -12,7 +12,8 @@ import trtsim
 ROOT = pathlib.Path(trtsim.__file__).parent
 
 # Wing -> the wings it may import (besides itself). Read top to bottom: faces, composition
-# roots, the runtime model, communication, layout. perf is a pure cost model beside them.
+# roots, the runtime model, communication, layout. perf is a pure cost model beside them;
+# postmortem reads a hang's files with the guard's rules (comm), and a replay is a scenario.
 BASE = {"checks"}
 LAYOUT = BASE | {"layout"}
 PERF = LAYOUT | {"perf"}
@@ -25,13 +26,14 @@ SPEC = COMM | MODEL | {"spec"}
 DISAGG = STATE | {"disagg"}
 EXECUTOR = DISAGG | {"executor"}
 RUNTIME = EXECUTOR | SPEC
-SCENARIO = RUNTIME | PERF | {"scenario"}
+POSTMORTEM = COMM | {"postmortem"}
+SCENARIO = RUNTIME | PERF | POSTMORTEM | {"scenario"}
 ROOTS = SCENARIO | {"jobs", "launching"}
 ALLOWED = {
     "checks": BASE, "layout": LAYOUT, "perf": PERF, "timeline": TIMELINE, "comm": COMM,
     "state": STATE, "kernels": KERNELS, "model": MODEL, "spec": SPEC, "disagg": DISAGG,
-    "executor": EXECUTOR, "scenario": SCENARIO, "launching": ROOTS - {"jobs"}, "jobs": ROOTS,
-    "app": ROOTS | {"app"},
+    "executor": EXECUTOR, "postmortem": POSTMORTEM, "scenario": SCENARIO,
+    "launching": ROOTS - {"jobs"}, "jobs": ROOTS, "app": ROOTS | {"app"},
 }
 
 

@@ -75,7 +75,7 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
            backend: str = "inproc", args: tuple = (), timeout: float = 60.0,
            guard: str = "strict", seed: int = 0, *, deployment: "str | Deployment | None" = None,
            iteration_marker: str | None = None, wrappers: tuple[str, ...] = (),
-           intercept: tuple[str, ...] = ()) -> LaunchResults:
+           intercept: tuple[str, ...] = (), log_dir: str | None = None) -> LaunchResults:
     """Run ``prog(dist, *args)`` on every rank of a tp x pp x cp instance, or of both
     instances of a ``deployment`` (a topology id or a Deployment: ctx ranks first, then gen;
     ``dist.role`` says which, ``trtsim.Peer`` reaches the other instance).
@@ -87,13 +87,15 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     ``intercept=("torch", "mpi")``: unmodified code in the ranks that calls torch.distributed
     or mpi4py's MPI is guarded like Distributed calls; a ``prog`` that takes no argument is
     then called as ``prog(*args)``, as a torchrun script's main would be.
+    ``log_dir``: on the process backends and under torchrun every rank writes its call log
+    there (on exit, on timeout, on SIGTERM) for ``trtsim analyze`` after a hang.
 
     Returns ``results`` with ``results[r]`` global rank r's return value, or raises the report:
     CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout.
     """
     config = LaunchConfig(backend, guard, seed, timeout, clock_model=default_clock_model(),
                           iteration_marker=iteration_marker, wrappers=wrappers,
-                          intercept=intercept)
+                          intercept=intercept, log_dir=log_dir)
     if config.intercept and _takes_no_dist(prog, args):
         prog = WithoutDist(prog)
     outcome = run_ranks(instances_of(deployment, tp, pp, cp, attention_dp), prog, args, config)

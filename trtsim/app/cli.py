@@ -10,6 +10,7 @@ import sys
 from .commands import (EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, cmd_bench, cmd_compare,
                        cmd_explore, cmd_run, cmd_scenarios, cmd_schema, cmd_topologies,
                        parse_sets)
+from .analyze import add_parser as _add_analyze
 from .output import BadInput
 
 __all__ = ["main", "build_parser", "parse_sets", "BadInput", "EXIT_OK", "EXIT_VIOLATION",
@@ -96,16 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_run(sub)
     _add_explore(sub)
+    _add_analyze(sub)
     _add_others(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)          # usage errors: argparse exits 2
-    from ..scenario.schema import ScenarioError
     try:
         return args.func(args)
-    except (BadInput, ScenarioError, ValueError) as exc:
+    except (BadInput, ValueError) as exc:         # a ScenarioError is a ValueError
         print(f"trtsim: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

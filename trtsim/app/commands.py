@@ -35,12 +35,12 @@ def _single_threaded_torch() -> None:
 def cmd_run(args) -> int:
     from ..jobs.dispatch import run_any
     from ..timeline.trace import write_trace
-    from ..scenario.functional import Scenario
+    from ..scenario.perf import PerfScenario
     from ..scenario.registry import load_any
     scenario = load_any(args.scenario, parse_sets(args.set))
     if args.census_rows and not args.json:
         raise BadInput("--census-rows: it selects what --json FILE writes; give --json too")
-    if args.census_rows and not isinstance(scenario, Scenario):
+    if args.census_rows and isinstance(scenario, PerfScenario):
         raise BadInput(f"--census-rows: {scenario.source} is a perf scenario, which keeps no "
                        "per-rank census (--census prints the control plane it priced)")
     _single_threaded_torch()

@@ -1,9 +1,9 @@
 """What the command writes for programs: versioned JSON documents (docs/JSON.md).
 
 Every document is an object whose first keys say what it is: ``schema`` (``trtsim/run``,
-``trtsim/perf``, ``trtsim/compare``, ``trtsim/explore``), ``schema_version`` (an integer,
-raised when a key changes meaning or goes away; new keys may appear within a version) and
-``trtsim_version``.
+``trtsim/perf``, ``trtsim/compare``, ``trtsim/explore``, ``trtsim/analyze``,
+``trtsim/replay``), ``schema_version`` (an integer, raised when a key changes meaning or goes
+away; new keys may appear within a version) and ``trtsim_version``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import os
 
 SCHEMA_VERSION = 1
-SCHEMAS = ("run", "perf", "compare", "explore")
+SCHEMAS = ("run", "perf", "compare", "explore", "analyze", "replay")
 
 
 class BadInput(Exception):
@@ -29,7 +29,10 @@ def document(schema: str, body: dict) -> dict:
 
 
 def result_document(result, census_rows: bool = False) -> dict:
-    """A run's document: ``trtsim/run`` for a functional scenario, ``trtsim/perf`` else."""
+    """A run's document: ``trtsim/run`` for a functional scenario, ``trtsim/perf`` for a perf
+    one, or the schema the result names (``trtsim/replay``)."""
+    if getattr(result, "schema", None):
+        return document(result.schema, result.to_dict(census_rows=census_rows))
     if result.census is None:                       # a perf run keeps no census of ranks
         return document("perf", result.to_dict())
     return document("run", result.to_dict(census_rows=census_rows))

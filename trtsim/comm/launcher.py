@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,6 +30,7 @@ class LaunchConfig:
     iteration_marker: str | None = None             # "pkg.module:Class.method" (comm.markers)
     wrappers: tuple[str, ...] = ()                  # modules whose frames are no purpose
     intercept: tuple[str, ...] = ()                 # "torch", "mpi": APIs guarded in the ranks
+    log_dir: str | None = None                      # processes: each rank's call log (calllog)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -45,6 +47,11 @@ class LaunchConfig:
             raise ValueError(f"wrappers={self.wrappers!r} must be a tuple of module names")
         object.__setattr__(self, "wrappers", tuple(self.wrappers))
         object.__setattr__(self, "intercept", check_intercept(self.intercept))
+        if self.log_dir is not None:
+            if not isinstance(self.log_dir, (str, os.PathLike)) or self.backend == "inproc":
+                raise ValueError(f"log_dir={self.log_dir!r}: a directory path, for the process "
+                                 "backends (gloo, nccl, torchrun): inproc reports exactly")
+            object.__setattr__(self, "log_dir", os.fspath(self.log_dir))
         for rank, seconds in self.delays:
             if not isinstance(rank, int) or rank < 0 or not seconds >= 0:
                 raise ValueError(f"delays: {rank!r}: {seconds!r} must map a rank >= 0 to "

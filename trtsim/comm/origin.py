@@ -14,6 +14,10 @@ communication layer are skipped, and so are frames a user declares as wrappers:
 - ``launch(..., wrappers=("mypkg.comm_utils",))``: every frame of those modules.
 
 The walk stops at the backends' one entry into the rank program (``call_rank_program``).
+
+``origin_of_frames`` applies the same rule to a stack recorded elsewhere (a Flight Recorder
+entry's Python frames, innermost first), where torch.distributed's own frames are the
+communication layer too.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 _COMM_DIR = os.path.dirname(os.path.abspath(__file__))
 _LAUNCH_FILE = os.path.join(os.path.dirname(_COMM_DIR), "launching.py")
@@ -128,6 +132,44 @@ class OriginFinder:
             place = self._sites[where] = (code, f"{_short_path(code.co_filename)}:"
                                                 f"{site.f_lineno} in {code.co_name}")
         return Origin(place[1], hit[1])
+
+
+# Path pieces of recorded frames that belong to the communication layer (any install path).
+_LAYER_PARTS = ("/torch/distributed/", "/trtsim/comm/")
+_ORIGIN_FILE, _LAUNCH_TAIL = "/trtsim/comm/origin.py", "/trtsim/launching.py"
+
+
+def origin_of_frames(frames: Iterable[tuple[str, int, str]]) -> Origin:
+    """The origin of a call recorded as ``(filename, line, function)`` frames, innermost
+    first: the guard's rule (``OriginFinder``) with torch.distributed's frames and trtsim's
+    communication layer skipped, and so is a function ``@collective_wrapper`` declares;
+    the walk ends at ``call_rank_program`` when the stack has it. Recorded frames name
+    functions without their class, so the purpose key has plain names."""
+    frames = [(f, line, name, f.replace("\\", "/")) for f, line, name in frames]
+    names, site = [], None
+    for i, (filename, line, name, path) in enumerate(frames):
+        if name == _ENTRY.co_name and path.endswith(_ORIGIN_FILE):
+            break
+        if any(part in path for part in _LAYER_PARTS) or path.endswith(_LAUNCH_TAIL):
+            continue
+        outer = frames[i + 1] if i + 1 < len(frames) else None
+        if outer is not None and outer[2] == _THROUGH.co_name and outer[3].endswith(_ORIGIN_FILE):
+            continue                       # a declared wrapper: its caller is the origin
+        if site is None:
+            site = (filename, line, name)
+        names.append(name)
+    if site is None:
+        return Origin("<unknown>", "")
+    return Origin(f"{_short_path(site[0])}:{site[1]} in {site[2]}", " < ".join(names))
+
+
+def short_site(callsite: str) -> str:
+    """A call site recorded elsewhere (``file:line in function``) with its file named as a
+    call made here would name it (relative to this directory when below it)."""
+    file, sep, rest = callsite.rpartition(":")
+    if not sep or not os.path.isabs(file):
+        return callsite
+    return f"{_short_path(file)}:{rest}"
 
 
 @functools.lru_cache(maxsize=4096)

@@ -7,20 +7,24 @@ import re
 from ..scenario.functional import Scenario
 from ..scenario.registry import load_any
 from ..scenario.schema import ScenarioError
+from ..postmortem.replay import Replay
 from .perf_run import PerfResult, run_perf
+from .replay_job import ReplayResult, run_replay
 from .run import RunResult, run
 
 _CENSUS_FAILED = "control-plane census run failed"
 
 
 def run_any(source, overrides: dict | None = None, progress=None,
-            backend: str | None = None) -> "RunResult | PerfResult":
+            backend: str | None = None) -> "RunResult | PerfResult | ReplayResult":
     """Load ``source`` (file, shipped name, mapping or resolved scenario) with ``overrides``
     and run it. ``backend`` applies to functional scenarios; a perf scenario simulates its
     servers and runs no ranks, so asking for one is bad input (``ScenarioError``)."""
     scenario = load_any(source, overrides)
     if isinstance(scenario, Scenario):
         return run(scenario, backend=backend, progress=progress)
+    if isinstance(scenario, Replay):
+        return run_replay(scenario, backend=backend, progress=progress)
     if backend is not None:
         raise ScenarioError(f"{scenario.source}: backend: {backend!r} does not apply: a perf "
                             "scenario simulates its servers (its control plane is counted "

@@ -1,7 +1,8 @@
 """Which kind a scenario file is, decided in one place, from one reading of the file.
 
 A perf scenario says ``kind: perf``; a TensorRT-LLM perf-sanity file is recognised by its own
-top-level sections (it has no kind key); anything else is a functional scenario. Overrides
+top-level sections (it has no kind key); a replay (``kind: replay``) is what ``trtsim analyze
+--replay`` writes; anything else is a functional scenario. Overrides
 apply to the scenario trtsim resolves (for a perf-sanity file: the perf scenario it becomes).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..postmortem.replay import Replay, is_replay, load_replay
 from .functional import Scenario, resolve
 from .perf import PerfScenario, is_perf, resolve_perf
 from .perf_sanity import is_perf_sanity, perf_mapping
@@ -22,7 +24,7 @@ class ScenarioKind:
 
     name: str
     matches: Callable[[dict], bool]
-    resolve: Callable[[dict, str], "Scenario | PerfScenario"]
+    resolve: Callable[[dict, str], "Scenario | PerfScenario | Replay"]
     convert: Callable[[dict, str], dict] = lambda raw, name: raw   # raw -> what overrides edit
 
 
@@ -30,6 +32,7 @@ KINDS = (
     ScenarioKind("perf_sanity", is_perf_sanity, resolve_perf,
                  lambda raw, name: perf_mapping(raw, name)[0]),
     ScenarioKind("perf", is_perf, resolve_perf),
+    ScenarioKind("replay", is_replay, load_replay),
     ScenarioKind("functional", lambda raw: True, resolve),
 )
 
@@ -38,9 +41,9 @@ def kind_of(raw: dict) -> ScenarioKind:
     return next(k for k in KINDS if k.matches(raw))
 
 
-def load_any(source, overrides: dict | None = None) -> "Scenario | PerfScenario":
+def load_any(source, overrides: dict | None = None) -> "Scenario | PerfScenario | Replay":
     """Read ``source`` once, recognise its kind, apply ``overrides`` and resolve it."""
-    if isinstance(source, (Scenario, PerfScenario)) and not overrides:
+    if isinstance(source, (Scenario, PerfScenario, Replay)) and not overrides:
         return source
     if isinstance(source, (Scenario, PerfScenario)):
         source = source.raw

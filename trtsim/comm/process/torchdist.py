@@ -43,7 +43,7 @@ from .. import intercept, markers
 from ..current import bind
 from ..origin import OriginFinder, call_rank_program, program_traceback
 from ..semantics import nbytes
-from . import torch_ops
+from . import call_log, torch_ops
 from .ledger import Ledger
 
 # Environment every rank runs under: NVLink multicast stays off (it can take a shared host's
@@ -287,6 +287,8 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
               wakeups: list) -> None:
     """Entry point of one spawned rank process."""
     _die_with_parent()
+    logger = call_log.start(config, rank, places)     # its SIGTERM handler: main thread
+    failure = ("", "")
     os.environ.update(SAFE_ENV)
     # Many ranks share few cores: one intra-op thread each, or OpenMP workers spin against
     # each other (and against gloo's threads).
@@ -310,6 +312,8 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         transport = TorchTransport(rank, ledger, groups, config.policy, device,
                                    lambda err: queue.put(("report", rank, pickle.dumps(err))),
                                    config.clock_model)
+        if logger is not None:
+            transport = call_log.LoggedTransport(transport, logger)
         dist = Distributed(places[rank], transport, OriginFinder(config.wrappers))
         bind(dist)
         # Everything built so far (torch, trtsim, the groups) lives as long as the rank: in
@@ -336,9 +340,12 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         pass
     except BaseException as exc:  # noqa: BLE001 - reported to the launcher as RankFailed
         tb = program_traceback(exc)
-        queue.put(("failed", rank, f"{type(exc).__name__}: {exc}", tb))
+        failure = (f"{type(exc).__name__}: {exc}", tb)
+        queue.put(("failed", rank, *failure))
     finally:
         ledger.set_status(rank, status)
+        if logger is not None:
+            logger.close(status, *failure)
         queue.close()
         queue.join_thread()
         # Stay until the launcher ends the launch: a rank that left would break its peers'

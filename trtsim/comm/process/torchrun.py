@@ -29,9 +29,10 @@ from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 from ..outcome import LaunchOutcome
 from .. import intercept, markers
 from ..current import bind
-from ..origin import OriginFinder, call_rank_program
+from ..origin import OriginFinder, call_rank_program, program_traceback
 from ..records import CallRecord
 from .ledger import STATUS_CODES, STATUS_NAMES, comm_key, match_hash
+from . import call_log
 from .monitor import DeadlockMonitor
 from .torchdist import SAFE_ENV, Aborted, Reported, TorchTransport, build_groups
 
@@ -156,6 +157,7 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
     if world != len(places):
         raise ValueError(f"torchrun started WORLD_SIZE={world} ranks but the launch lays out "
                          f"{len(places)} (tp*pp*cp of every instance)")
+    logger = call_log.start(config, rank, places)     # its SIGTERM handler: main thread
     pg_backend, device, stage = "gloo", torch.device("cpu"), False
     if config.backend == "nccl":
         gpus = torch.cuda.device_count()
@@ -169,15 +171,18 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
     groups = build_groups(group_table, pg_backend, stage)
     ledger = StoreLedger(tdist.distributed_c10d._get_default_store(), rank, world)  # noqa: SLF001
     tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
-    monitor = _Monitor(ledger, places) if rank == 0 else None
+    monitor = _Monitor(ledger, places, logger) if rank == 0 else None
 
     def report(err: CollectiveError) -> None:
         ledger.abort(err)
 
     transport = TorchTransport(rank, ledger, groups, config.policy, device, report,
                                config.clock_model)
+    if logger is not None:
+        transport = call_log.LoggedTransport(transport, logger)
     dist = Distributed(places[rank], transport, OriginFinder(config.wrappers))
     bind(dist)
+    status, failure = FAILED, ("", "")
     try:
         try:
             with intercept.installed(config.intercept) as interception, \
@@ -187,7 +192,13 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
         except (Reported, Aborted):
             ledger.set_status(rank, FAILED)
             raise ledger.abort_error() from None
+        except BaseException as exc:
+            failure = (f"{type(exc).__name__}: {exc}", program_traceback(exc))
+            raise
         ledger.set_status(rank, DONE)
+        status = DONE
+        if logger is not None:
+            logger.set_status(DONE)      # the results' gather below is trtsim's, not the program's
         results = [None] * world
         tdist.all_gather_object(results, result, group=groups["world"].obj)
     finally:
@@ -195,6 +206,8 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
         # joined before any teardown, so it is never inside a store call at exit.
         if monitor is not None:
             monitor.stop()
+        if logger is not None:
+            logger.close(status, *failure)
     census = [{} for _ in range(world)]
     census[rank] = dict(dist.census)
     tdist.destroy_process_group()
@@ -206,7 +219,8 @@ class _Monitor:
     """Rank 0's deadlock monitor over the store, in a thread; a deadlock ends the job with
     the report. ``stop()`` ends the thread and waits for it."""
 
-    def __init__(self, ledger: StoreLedger, places):
+    def __init__(self, ledger: StoreLedger, places, logger=None):
+        self._logger = logger                # this rank's call log, written before the end
         self._stop = threading.Event()
         self._monitor = DeadlockMonitor(ledger, places, interval=0.2)
         self._ledger = ledger
@@ -222,6 +236,8 @@ class _Monitor:
             if err is not None:
                 self._ledger.abort(err)
                 print(str(err), file=sys.stderr, flush=True)
+                if self._logger is not None:
+                    self._logger.write("exit")
                 os._exit(1)
 
     def stop(self) -> None:

@@ -1,0 +1,63 @@
+"""trtsim's own call logs from real gloo runs (``launch(..., log_dir=...)``), made once per
+session: each run's folder of logs, and the live guard's report of the run beside it."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import trtsim
+from tests import postmortem_shapes, programs
+
+def deployment_skip(dist):
+    """Generation rank 1 of a ctx + gen deployment skips its TP gather of iteration 1."""
+    for it in range(3):
+        dist.set_iteration(it)
+        if not (dist.role == "gen" and dist.rank == 1 and it == 1):
+            dist.tp_allgather(dist.rank, label="state")
+
+
+# run name -> (program, launch keywords)
+RUNS = {
+    "skip": (programs.skip_pp_allgather, dict(tp=2, pp=2)),
+    "skip_guard_off": (programs.skip_pp_allgather, dict(tp=2, pp=2, guard="off")),
+    "op_mismatch": (programs.op_mismatch, dict(tp=2)),
+    "root_mismatch": (programs.root_mismatch, dict(tp=2)),
+    "p2p_tag_mismatch": (programs.p2p_tag_mismatch, dict(tp=2, pp=2)),
+    "cross_group_cycle": (programs.cross_group_cycle, dict(tp=2, pp=2)),
+    "early_exit": (programs.early_exit, dict(tp=2)),
+    "raising_rank": (programs.raising_rank, dict(tp=2, pp=2)),
+    "torch_p2p_tag_mismatch": (postmortem_shapes.p2p_tag_mismatch,
+                               dict(tp=2, intercept=("torch",))),
+    "deployment_skip": (deployment_skip, dict(deployment="tp2_pp1")),
+}
+
+
+def live_path(root: str, run: str) -> str:
+    return os.path.join(root, f"{run}.live")
+
+
+def live(root: str, run: str):
+    """The report the run raised (None: it held)."""
+    with open(live_path(root, run), "rb") as f:
+        return pickle.load(f)
+
+
+def suite_logs(root: str) -> str:
+    """Every run of ``RUNS`` on gloo, its logs in ``root/<run>`` (once per session)."""
+    from filelock import FileLock
+    os.makedirs(root, exist_ok=True)
+    with FileLock(os.path.join(root, ".lock")):
+        done = os.path.join(root, ".done")
+        if not os.path.exists(done):
+            for run, (program, kw) in RUNS.items():
+                err = None
+                try:
+                    trtsim.launch(program, backend="gloo", timeout=30,
+                                  log_dir=os.path.join(root, run), **kw)
+                except trtsim.CollectiveError as exc:
+                    err = exc
+                with open(live_path(root, run), "wb") as f:
+                    pickle.dump(err, f)
+            open(done, "w").close()
+    return root

@@ -1,0 +1,239 @@
+"""Six ways a job hangs, as plain torch.distributed programs, and a runner that makes real
+PyTorch Flight Recorder dumps of them from hung gloo runs (DESIGN 8).
+
+Each program knows nothing of trtsim. ``make_dumps`` starts one process per rank (env://
+rendezvous, ``TORCH_FR_BUFFER_SIZE`` set), runs the program and, a moment after it starts,
+dumps every rank's ring buffer from a timer thread while the hung ranks are still blocked in
+gloo: the pickle to ``<prefix><rank>`` (the name PyTorch's writer uses) and the JSON form to
+``<prefix><rank>.json``. Then every rank exits. The same programs run under
+``trtsim.launch(..., intercept=("torch",))`` give the live guard's report to compare with.
+
+The p2p tag mismatch is here too, though gloo records no p2p op: its dumps show what a
+Flight Recorder cannot see; trtsim's own call logs cover it (``programs.p2p_tag_mismatch``).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as tdist
+
+PREFIX = "comm_lib_trace_rank_"
+
+
+# -- the programs (rank from torch.distributed; groups made by every rank) -------------------
+def _init():
+    """What a torchrun script does first (trtsim's interception joins its launch's world)."""
+    if not tdist.is_initialized():
+        tdist.init_process_group("gloo")
+
+
+def _step(t):
+    out = [torch.empty_like(t) for _ in range(tdist.get_world_size())]
+    tdist.all_gather(out, t)
+
+
+def _final(t):
+    out = [torch.empty_like(t) for _ in range(tdist.get_world_size())]
+    tdist.all_gather(out, t)
+
+
+def skip_pair():
+    """Rank 1 skips the step gather of iteration 1: its final gather pairs with rank 0's
+    last step, silently, and rank 0's final gather waits for ever."""
+    _init()
+    rank = tdist.get_rank()
+    tdist.all_reduce(torch.ones(2))
+    for i in range(3):
+        if rank == 1 and i == 1:
+            continue
+        _step(torch.full((4,), float(i)))
+    _final(torch.full((4,), 99.0))
+
+
+def op_mismatch():
+    """Same position, different op: rank 0 reduces, rank 1 gathers."""
+    _init()
+    tdist.all_reduce(torch.ones(2))
+    t = torch.ones(4)
+    if tdist.get_rank() == 0:
+        tdist.all_reduce(t)
+    else:
+        tdist.all_gather([torch.empty(4) for _ in range(2)], t)
+
+
+def root_mismatch():
+    """Each rank believes it is the gather's root (dst computed from a rank-local value)."""
+    _init()
+    rank = tdist.get_rank()
+    tdist.all_reduce(torch.ones(2))
+    root = rank                            # the bug: the root should be the same everywhere
+    tdist.gather(torch.ones(4), [torch.empty(4) for _ in range(2)], dst=root)
+
+
+def cross_group_cycle():
+    """Three pair groups entered in a rotated order: 0 waits for 1, 1 for 2, 2 for 0. Each
+    group is used once by both its members first (gloo's dumps name no group's members:
+    the ranks that use a group are its members)."""
+    _init()
+    rank = tdist.get_rank()
+    groups = {pair: tdist.new_group(list(pair)) for pair in ((0, 1), (1, 2), (0, 2))}
+    tdist.all_reduce(torch.ones(2))
+    for pair, group in groups.items():
+        if rank in pair:
+            tdist.all_reduce(torch.ones(1), group=group)
+    order = {0: ((0, 1), (0, 2)), 1: ((1, 2), (0, 1)), 2: ((0, 2), (1, 2))}[rank]
+    for pair in order:
+        tdist.all_reduce(torch.ones(3), group=groups[pair])
+
+
+def early_exit():
+    """The last rank returns before the final reduction."""
+    _init()
+    tdist.all_reduce(torch.ones(2))
+    if tdist.get_rank() == tdist.get_world_size() - 1:
+        return
+    tdist.all_reduce(torch.ones(2))
+
+
+def p2p_tag_mismatch():
+    """Rank 0 sends with tag 1, rank 1 receives with tag 2; both then wait for ever."""
+    _init()
+    tdist.all_reduce(torch.ones(2))
+    if tdist.get_rank() == 0:
+        tdist.send(torch.ones(3), dst=1, tag=1)
+    else:
+        tdist.recv(torch.empty(3), src=0, tag=2)
+    tdist.all_reduce(torch.ones(2))
+
+
+SHAPES = {"skip_pair": 2, "op_mismatch": 2, "root_mismatch": 2, "cross_group_cycle": 3,
+          "early_exit": 2, "p2p_tag_mismatch": 2}
+
+
+# -- the rank side of a dump run -----------------------------------------------------------
+def _dump_and_exit(prefix: str, rank: int, world: int) -> None:
+    """Dump this rank's ring buffer (pickle and JSON), wait until every rank has dumped (a
+    rank that leaves first would break its peers' connections), and end the process."""
+    c10d = torch._C._distributed_c10d
+    pickled = c10d._dump_fr_trace(True, True, False)   # collectives, stack traces, all
+    as_json = c10d._dump_fr_trace_json(True, False)
+    for path, data in ((f"{prefix}{rank}", pickled), (f"{prefix}{rank}.json", as_json)):
+        with open(path + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(path + ".tmp", path)
+    stop = time.monotonic() + 30
+    while time.monotonic() < stop and not all(
+            os.path.exists(f"{prefix}{r}.json") for r in range(world)):
+        time.sleep(0.05)
+    os._exit(0)
+
+
+def _rank_main() -> None:
+    rank, shape = int(os.environ["RANK"]), os.environ["SHAPE"]
+    world = int(os.environ["WORLD_SIZE"])
+    prefix, delay = os.environ["TORCH_FR_DUMP_TEMP_FILE"], float(os.environ["DUMP_DELAY"])
+    # init_process_group waits for every rank: the programs start together (an explicit
+    # barrier would be one more entry in every dump)
+    tdist.init_process_group("gloo", timeout=timedelta(seconds=60))
+    threading.Thread(target=lambda: (time.sleep(delay), _dump_and_exit(prefix, rank, world)),
+                     daemon=True).start()
+    try:
+        globals()[shape]()
+    except RuntimeError:                   # a peer left after dumping: gloo says so here
+        pass
+    threading.Event().wait()               # a rank that returned dumps with the others
+
+
+# -- the launcher side ----------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_dumps(shape: str, out_dir: str, delay: float = 2.0, timeout: float = 90.0,
+               buffer: int = 2000) -> list[str]:
+    """Run ``shape`` on gloo, one process per rank, and dump every rank's Flight Recorder
+    (a ring of ``buffer`` entries) while the job hangs; returns the dump files (pickle, then
+    JSON, per rank)."""
+    n = SHAPES[shape]
+    os.makedirs(out_dir, exist_ok=True)
+    prefix = os.path.join(out_dir, PREFIX)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
+               WORLD_SIZE=str(n), TORCH_FR_BUFFER_SIZE=str(buffer), TORCH_FR_DUMP_TEMP_FILE=prefix,
+               SHAPE=shape, DUMP_DELAY=str(delay), OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    procs = [subprocess.Popen([sys.executable, "-m", "tests.postmortem_shapes"],
+                              env=dict(env, RANK=str(r), LOCAL_RANK=str(r)), cwd=root,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+             for r in range(n)]
+    deadline = time.monotonic() + timeout
+    errors = []
+    for p in procs:
+        try:
+            _, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            _, err = p.communicate()
+        if p.returncode != 0:
+            errors.append(err.decode(errors="replace")[-2000:])
+    files = [f"{prefix}{r}{ext}" for ext in ("", ".json") for r in range(n)]
+    missing = [f for f in files if not os.path.exists(f)]
+    if missing or errors:
+        raise RuntimeError(f"{shape}: dumps missing {missing}; rank errors: {errors}")
+    return files
+
+
+# -- the suite's dumps: made once per session, shared by every xdist worker ----------------
+RUNS = {**{shape: (shape, 2000) for shape in SHAPES},
+        "skip_pair_truncated": ("skip_pair", 3)}    # ring buffers of 3: uneven truncation
+
+
+def suite_dumps(root: str) -> str:
+    """Every run of ``RUNS`` dumped under ``root/<run>`` (once: a lock and a marker file
+    keep parallel workers from making them twice); returns ``root``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from filelock import FileLock
+    os.makedirs(root, exist_ok=True)
+    with FileLock(os.path.join(root, ".lock")):
+        done = os.path.join(root, ".done")
+        if not os.path.exists(done):
+            with ThreadPoolExecutor(len(RUNS)) as pool:
+                jobs = [pool.submit(make_dumps, shape, os.path.join(root, run), buffer=buffer)
+                        for run, (shape, buffer) in RUNS.items()]
+                for job in jobs:
+                    job.result()
+            open(done, "w").close()
+    return root
+
+
+def shared_dir(tmp_path_factory, request, name: str) -> str:
+    """A folder every xdist worker of this session sees (the session's base temp's parent
+    under xdist), for files made once per session."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if hasattr(request.config, "workerinput") else base
+    return os.path.join(str(root), name)
+
+
+def live_report(shape: str):
+    """The live guard's report of ``shape``: the same program under trtsim (inproc)."""
+    import trtsim
+    try:
+        trtsim.launch(globals()[shape], tp=SHAPES[shape], intercept=("torch",), timeout=30)
+    except trtsim.CollectiveError as err:
+        return err
+    return None
+
+
+if __name__ == "__main__":
+    _rank_main()

@@ -1,0 +1,241 @@
+"""Writing one rank's call log (``launch(..., log_dir=DIR)``; format: ``comm.calllog``).
+
+The log must outlive a hang, so it is written when the rank leaves (``close``), when the
+launch's timeout passes while the rank still runs, and when the rank is ended by SIGTERM
+(what the launcher's teardown, torchrun and cluster schedulers send) -- also while the rank
+is blocked inside a real collective, where the main thread never gets back to Python to run
+a signal handler. So SIGTERM gets a Python handler only to make the interpreter's C-level
+handler write the signal's number to a wakeup pipe (``signal.set_wakeup_fd``), from
+whichever thread the kernel picked; a watcher thread reads the pipe, writes the log, puts
+SIGTERM's default action back and lets it end the process as it would have. The same thread
+writes the log when the timeout passes. ``close`` (in the main thread) restores the handler
+and the wakeup descriptor it found. A launch from another thread than the main one gets no
+SIGTERM write (Python allows signal handlers in the main thread only).
+
+What the log says comes from two places: the transport (every call the rank entered, in
+order, non-blocking ones included) and the ledger (whether the rank is blocked in a call,
+which calls returned, its pending sends and iteration: what the deadlock monitor reads).
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import json
+import os
+import select
+import signal
+import threading
+import time
+from typing import Any
+
+from ..calllog import CALL_LOG_FORMAT, CALL_LOG_SIZE, CALL_LOG_VERSION, FIELDS, encode_call, \
+    log_name
+from ..guard.waitfor import BLOCKED, FAILED, RUNNING
+from ..records import CallRecord
+
+_TERM = signal.SIGTERM
+
+
+class CallLogger:
+    """One rank's call log: what it entered, what returned, where it is now."""
+
+    def __init__(self, path: str, header: dict, timeout: float):
+        self.path, self.header, self.timeout = path, header, timeout
+        self._calls: collections.deque = collections.deque(maxlen=CALL_LOG_SIZE)
+        self._entered = 0
+        self._current: list | None = None        # the entry of the call the rank is in
+        self.status, self.iteration, self.pending = RUNNING, 0, ()
+        self.failure, self.traceback = "", ""
+        self._lock = threading.Lock()
+        self._ending = threading.Lock()          # one writer of the last log
+        self._closed = False
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self._restore = None
+        try:
+            old_fd = signal.set_wakeup_fd(self._wake_w, warn_on_full_buffer=False)
+            self._restore = (old_fd, signal.signal(_TERM, self._on_term))
+        except ValueError:                       # not the main thread: no SIGTERM write
+            pass
+        self._watcher = threading.Thread(target=self._watch, name="trtsim-calllog", daemon=True)
+        self._watcher.start()
+
+    # -- what the transport and the ledger report ----------------------------------------
+    def entered(self, rec: CallRecord) -> list:
+        """The rank enters ``rec`` (the transport, before the call); its log entry."""
+        entry = [rec, False, time.time_ns()]
+        with self._lock:
+            self._calls.append(entry)
+            self._entered += 1
+        return entry
+
+    def returned(self, entry: list) -> None:
+        """The transport's call returned (a blocking one is marked by the ledger already)."""
+        if self._current is not entry:          # a non-blocking call: it returned at once
+            entry[1] = True
+
+    def posted(self, rec: CallRecord) -> None:
+        """The rank waits in ``rec`` (the ledger's post): blocked until its status moves."""
+        with self._lock:
+            entry = next((e for e in reversed(self._calls) if e[0] is rec), None)
+            if entry is None:
+                entry = [rec, False, time.time_ns()]
+                self._calls.append(entry)
+                self._entered += 1
+            entry[1] = False
+            self._current, self.status = entry, BLOCKED
+
+    def set_status(self, status: str) -> None:
+        """The rank's status as the ledger says it; ``running`` means its call returned."""
+        with self._lock:
+            if self._current is not None and status == RUNNING:
+                self._current[1] = True          # the call it was in returned
+            self._current = None
+            self.status = status
+
+    # -- writing -------------------------------------------------------------------------
+    def document(self, written_on: str) -> dict:
+        """The log as JSON-ready data (format: ``comm.calllog``)."""
+        with self._lock:
+            rows = [encode_call(rec, done, t) for rec, done, t in self._calls]
+            dropped = self._entered - len(rows)
+        return dict(self.header, written_on=written_on, status=self.status,
+                    iteration=self.iteration, pending_sends=[list(p) for p in self.pending],
+                    failure=self.failure, traceback=self.traceback, dropped=dropped,
+                    fields=list(FIELDS), calls=rows)
+
+    def write(self, written_on: str) -> None:
+        """Write the log atomically (a reader never sees half a file)."""
+        tmp = f"{self.path}.tmp{os.getpid()}.{threading.get_ident()}"
+        with open(tmp, "w") as f:
+            json.dump(self.document(written_on), f, separators=(",", ":"), default=str)
+        os.replace(tmp, self.path)
+
+    def close(self, status: str, failure: str = "", traceback: str = "") -> None:
+        """The rank leaves: write the log, stop watching, give SIGTERM back. A rank stopped
+        by the launch (``failed`` with no failure of its own) keeps the state it was stopped
+        in: blocked in its call, or running."""
+        if status != FAILED or failure:
+            self.set_status(status)
+        self.failure, self.traceback = failure, traceback
+        with self._ending:
+            self.write("exit")
+            self._closed = True
+        os.write(self._wake_w, b"\0")              # wakes the watcher, which returns
+        self._watcher.join(2.0)
+        if self._restore is not None:
+            old_fd, old_handler = self._restore
+            signal.signal(_TERM, old_handler)
+            signal.set_wakeup_fd(old_fd)
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    def _on_term(self, signum, frame) -> None:
+        """SIGTERM seen by the main thread between two bytecodes (perhaps inside ``close``,
+        holding the lock): the end runs in a thread of its own."""
+        threading.Thread(target=self._end, daemon=True).start()
+
+    def _end(self) -> None:
+        """Write the log (unless ``close`` just did), then end as SIGTERM would have."""
+        with self._ending:
+            if not self._closed:
+                try:
+                    self.write("signal")
+                except OSError:
+                    pass
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.signal(_TERM, ctypes.c_void_p(0))       # SIG_DFL, from any thread
+            os.kill(os.getpid(), _TERM)
+            time.sleep(5)
+
+    def _watch(self) -> None:
+        timeout = self.timeout
+        while True:
+            ready, _, _ = select.select([self._wake_r], [], [], timeout)
+            if not ready:
+                timeout = None
+                with self._ending:
+                    if not self._closed:
+                        try:
+                            self.write("timeout")
+                        except OSError:
+                            pass
+                continue
+            got = os.read(self._wake_r, 64)
+            if _TERM in got:
+                self._end()
+            if self._closed:
+                return
+
+
+class _Ledger:
+    """The rank's ledger, telling the logger what the monitor learns (the ledger methods
+    that change a rank's state; the others pass through)."""
+
+    def __init__(self, ledger, logger: CallLogger):
+        self._ledger, self._logger = ledger, logger
+
+    def post(self, r: int, rec: CallRecord) -> None:
+        self._logger.posted(rec)
+        self._ledger.post(r, rec)
+
+    def set_status(self, r: int, status: str) -> None:
+        self._logger.set_status(status)
+        self._ledger.set_status(r, status)
+
+    def set_iteration(self, r: int, iteration: int) -> None:
+        self._logger.iteration = iteration
+        self._ledger.set_iteration(r, iteration)
+
+    def set_pending_sends(self, r: int, sends) -> None:
+        self._logger.pending = tuple(tuple(s) for s in sends)
+        self._ledger.set_pending_sends(r, sends)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ledger, name)
+
+
+class LoggedTransport:
+    """A rank's transport whose calls go into its call log first (the Transport methods of
+    ``comm.distributed``; everything else passes through)."""
+
+    def __init__(self, transport, logger: CallLogger):
+        transport.ledger = _Ledger(transport.ledger, logger)
+        self._transport, self._logger = transport, logger
+
+    def _through(self, method, rec: CallRecord, *args):
+        entry = self._logger.entered(rec)
+        result = method(rec, *args)
+        self._logger.returned(entry)
+        return result
+
+    def collective(self, rec, payload, run=None):
+        return self._through(self._transport.collective, rec, payload, run)
+
+    def send(self, rec, payload, blocking, run=None):
+        return self._through(self._transport.send, rec, payload, blocking, run)
+
+    def recv(self, rec, buffer, blocking=True, run=None):
+        return self._through(self._transport.recv, rec, buffer, blocking, run)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
+def start(config, rank: int, places) -> CallLogger | None:
+    """The rank's call logger when the launch has a ``log_dir`` (else None); made in the
+    rank's main thread, it also writes the log when SIGTERM ends the rank."""
+    if not getattr(config, "log_dir", None):
+        return None
+    os.makedirs(config.log_dir, exist_ok=True)
+    layout, seen = [], set()
+    for p in places:
+        if p.instance not in seen:
+            seen.add(p.instance)
+            m = p.mapping
+            layout.append([p.instance, p.role, m.tp_size, m.pp_size, m.cp_size,
+                           bool(m.enable_attention_dp)])
+    header = {"format": CALL_LOG_FORMAT, "version": CALL_LOG_VERSION, "rank": rank,
+              "name": places[rank].name, "world_size": len(places), "layout": layout}
+    return CallLogger(os.path.join(config.log_dir, log_name(rank)), header, config.timeout)
