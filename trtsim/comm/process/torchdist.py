@@ -42,7 +42,8 @@ from .. import intercept, markers
 from ..current import bind
 from ..origin import OriginFinder, call_rank_program, program_traceback
 from ..semantics import nbytes
-from . import torch_ops
+from . import lifeline, torch_ops
+from .culprit import is_peer_loss
 from .ledger import Ledger, match_hash
 
 # Environment every rank runs under: NVLink multicast stays off (it can take a shared host's
@@ -284,9 +285,12 @@ def build_groups(group_table: dict, pg_backend: str,
 
 def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blob: bytes,
               args_blob: bytes, config, plan: dict, store_addr: tuple, ledger_name: str, queue,
-              wakeups: list) -> None:
-    """Entry point of one spawned rank process."""
-    _die_with_parent()
+              wakeups: list, server: int | None = None) -> None:
+    """Entry point of one spawned rank process (``server``: the fork server's pid, its
+    parent, whose exit must end it: see ``lifeline``)."""
+    lifeline.arm(server)
+    lifeline.leave_server()
+    lifeline.ignore_interrupts()
     os.environ.update(SAFE_ENV)
     # Many ranks share few cores: one intra-op thread each, or OpenMP workers spin against
     # each other (and against gloo's threads).
@@ -331,7 +335,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         pass
     except BaseException as exc:  # noqa: BLE001 - reported to the launcher as RankFailed
         tb = program_traceback(exc)
-        queue.put(("failed", rank, f"{type(exc).__name__}: {exc}", tb))
+        queue.put(("failed", rank, f"{type(exc).__name__}: {exc}", tb, is_peer_loss(exc)))
     finally:
         ledger.set_status(rank, status)
         queue.close()
@@ -343,16 +347,6 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         ledger.shm.close()
         # Skip interpreter teardown: destroying communicators whose peers are gone can hang.
         os._exit(0)
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this rank when the launcher dies (no orphans, even on SIGKILL)."""
-    try:
-        import ctypes
-        import signal
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - not Linux: the launcher's teardown still applies
-        pass
 
 
 def failed_report(rank: int, places: list[RankPlace], message: str, tb: str) -> RankFailed:
