@@ -101,10 +101,19 @@ def deadlock_error(states: dict[int, RankState],
                               explanation=explanation)
 
 
-def timeout_error(states: dict[int, RankState], seconds: float) -> CollectiveTimeout:
-    """The report when the launch's timeout passed: every rank's state and blocked call."""
-    details = tuple(f"{s.label}: {s.status}" + (f" in {s.call.short()} at {s.call.callsite}"
-                                               if s.call else "") for s in states.values())
+def timeout_error(states: dict[int, RankState], seconds: float,
+                  outside: dict[int, str] | None = None) -> CollectiveTimeout:
+    """The report when the launch's timeout passed: every rank's state and blocked call.
+    ``outside``: ranks the deadline found blocked outside any communication call (in C code,
+    a sleep, a busy loop), with where."""
+    outside = outside or {}
+
+    def line(s: RankState) -> str:
+        if s.rank in outside:
+            return f"{s.label}: blocked outside any collective {outside[s.rank]}"
+        return f"{s.label}: {s.status}" + (f" in {s.call.short()} at {s.call.callsite}"
+                                            if s.call else "")
+    details = tuple(line(s) for s in states.values())
     return CollectiveTimeout(f"launch timed out after {seconds:g} s",
                              ranks=tuple(r for r, s in states.items() if not s.is_finished),
                              details=details)
