@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..checks import require_seconds
 from ..layout.places import InstanceLayout, group_table, rank_places
 from ..timeline.clock import ClockModel
 from .guard.policy import GuardPolicy
@@ -36,8 +37,7 @@ class LaunchConfig:
         GuardPolicy(self.guard)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ValueError(f"seed={self.seed!r} must be an integer")
-        if not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
-            raise ValueError(f"timeout={self.timeout!r} must be a positive number of seconds")
+        require_seconds("timeout", self.timeout)
         if self.iteration_marker is not None:
             resolve_marker(self.iteration_marker)     # fails here, before any rank starts
         if isinstance(self.wrappers, str) or not isinstance(self.wrappers, (tuple, list)) \
