@@ -75,6 +75,15 @@ def test_numbers_that_are_not_finite_are_refused(key, value):
     one_line(info.value, "executor_mtp.yaml", key, repr(value))
 
 
+@settings(max_examples=30, deadline=None)
+@given(ms=st.one_of(not_finite, st.floats(max_value=-1e-9, allow_nan=False),
+                    st.floats(min_value=MAX_TIMEOUT_S * 1000 + 1, allow_infinity=False)))
+def test_delays_must_be_milliseconds_within_the_timeout_limit(ms):
+    with pytest.raises(ScenarioError) as info:
+        load_any(KV, {"delays": {0: ms}})
+    one_line(info.value, "kv_transfer.yaml", "delays.0", repr(ms))
+
+
 @settings(max_examples=40, deadline=None)
 @given(key=st.sampled_from(["model.head_dim", "model.tokens_per_block", "executor.kv_blocks",
                             "model.num_kv_heads"]), value=huge)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..checks import require_seconds
+from ..checks import MAX_TIMEOUT_S, require_seconds
 from ..layout.places import InstanceLayout, group_table, rank_places
 from ..timeline.clock import ClockModel
 from .guard.policy import GuardPolicy
@@ -46,9 +46,9 @@ class LaunchConfig:
         object.__setattr__(self, "wrappers", tuple(self.wrappers))
         object.__setattr__(self, "intercept", check_intercept(self.intercept))
         for rank, seconds in self.delays:
-            if not isinstance(rank, int) or rank < 0 or not seconds >= 0:
+            if not isinstance(rank, int) or rank < 0 or not 0 <= seconds <= MAX_TIMEOUT_S:
                 raise ValueError(f"delays: {rank!r}: {seconds!r} must map a rank >= 0 to "
-                                 "seconds >= 0")
+                                 f"seconds from 0 to {MAX_TIMEOUT_S:,}")
 
     @property
     def policy(self) -> GuardPolicy:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
-from ..checks import require_seconds
+from ..checks import MAX_TIMEOUT_S, require_seconds
 from ..comm.errors import VERDICTS
 from ..comm.guard.policy import GUARDS
 from ..comm.launcher import BACKENDS
@@ -220,8 +220,10 @@ def _delays(source: str, raw, world: int) -> tuple[tuple[int, float], ...]:
     for rank, ms in raw.items():
         if not isinstance(rank, int) or not 0 <= rank < world:
             raise err(source, f"delays.{rank}", ms, f"names no rank (0..{world - 1})")
-        if not isinstance(ms, (int, float)) or isinstance(ms, bool) or ms < 0:
-            raise err(source, f"delays.{rank}", ms, "must be milliseconds >= 0")
+        if not isinstance(ms, (int, float)) or isinstance(ms, bool) \
+                or not 0 <= ms <= MAX_TIMEOUT_S * 1000:           # NaN fails both
+            raise err(source, f"delays.{rank}", ms,
+                      f"must be milliseconds from 0 to {MAX_TIMEOUT_S * 1000:,}")
         out.append((rank, ms / 1000.0))
     return tuple(sorted(out))
 

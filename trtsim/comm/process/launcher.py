@@ -2,7 +2,8 @@
 
 The launcher owns the rendezvous store, the shared-memory ledger and a result queue. Its
 loop takes results and reports from the queue, polls the deadlock monitor, notices ranks that
-died without a word (a signal), and enforces the timeout. Whatever ends the launch -- a
+died without a word (a signal, or an exit before the result: see ``culprit``), and enforces
+the timeout. Whatever ends the launch -- a
 report, a failure, the timeout, Ctrl-C -- the teardown ends every rank process, releases the
 shared memory and the store, and only then does the launcher raise.
 """
