@@ -87,8 +87,13 @@ def python(code: str, *args: str, ignore_sigint: bool = False, **kw) -> subproce
     reaches every process it starts."""
     prelude = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     disposition = signal.SIG_IGN if ignore_sigint else signal.SIG_DFL
+
+    def dispositions():
+        signal.signal(signal.SIGINT, disposition)
+        for sig in (signal.SIGHUP, signal.SIGTERM):     # nohup'd suites inherit SIGHUP ignored
+            signal.signal(sig, signal.SIG_DFL)
     return subprocess.Popen([sys.executable, "-c", prelude + code, *args],
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, disposition),
+                            preexec_fn=dispositions,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True, **kw)
 
