@@ -3,9 +3,9 @@
 The launcher owns the rendezvous store, the shared-memory ledger and a result queue. Its
 loop takes results and reports from the queue, polls the deadlock monitor, notices ranks that
 died without a word (a signal, or an exit before the result: see ``culprit``), and enforces
-the timeout. Whatever ends the launch -- a
-report, a failure, the timeout, Ctrl-C -- the teardown ends every rank process, releases the
-shared memory and the store, and only then does the launcher raise.
+the timeout. Whatever ends the launch -- a report, a failure, the timeout, Ctrl-C -- the
+teardown ends every rank process, releases the shared memory and the store, and only then
+does the launcher raise. If the launcher itself dies, its ranks follow (``lifeline``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import multiprocessing as mp
 import pickle
 import queue as queue_mod
 import time
-from multiprocessing import forkserver
 from datetime import timedelta
+from multiprocessing import forkserver
 from typing import Any, Callable
 
 import torch
