@@ -5,9 +5,22 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 
 import trtsim
 from tests import postmortem_shapes, programs
+
+
+def raising_late(dist):
+    """Rank 1 raises once the other TP pair had time to finish: rank 0 is left blocked in
+    its second gather, ranks 2 and 3 are done (the launcher reports a failure at once, so
+    without the wait the teardown could catch them mid-call)."""
+    dist.tp_allgather(0, label="a")
+    if dist.rank == 1:
+        time.sleep(1.5)
+        raise RuntimeError("boom on rank 1")
+    dist.tp_allgather(1, label="b")
+
 
 def deployment_skip(dist):
     """Generation rank 1 of a ctx + gen deployment skips its TP gather of iteration 1."""
@@ -26,7 +39,7 @@ RUNS = {
     "p2p_tag_mismatch": (programs.p2p_tag_mismatch, dict(tp=2, pp=2)),
     "cross_group_cycle": (programs.cross_group_cycle, dict(tp=2, pp=2)),
     "early_exit": (programs.early_exit, dict(tp=2)),
-    "raising_rank": (programs.raising_rank, dict(tp=2, pp=2)),
+    "raising_rank": (raising_late, dict(tp=2, pp=2)),
     "torch_p2p_tag_mismatch": (postmortem_shapes.p2p_tag_mismatch,
                                dict(tp=2, intercept=("torch",))),
     "deployment_skip": (deployment_skip, dict(deployment="tp2_pp1")),

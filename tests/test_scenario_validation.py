@@ -17,7 +17,7 @@ from trtsim.scenario.functional import ScenarioError, load_scenario
     ({"workload.requests": [30, -1]}, "workload.requests: requests=[30, -1]"),
     ({"guard": "loose"}, "guard: 'loose' is not one of strict, lockstep, off"),
     ({"seed": "x"}, "seed: 'x' must be int"),
-    ({"timeout": -1}, "timeout: -1 must be > 0 seconds"),
+    ({"timeout": -1}, "timeout: timeout=-1 must be a finite number of seconds > 0"),
     ({"executor.loop": "pp"}, "executor.loop: 'pp' does not fit"),
     ({"faults": {7: "ctx_fail"}}, "faults.7: 'ctx_fail' names no request (0..2)"),
     ({"faults": {0: "explode"}}, "faults.0: 'explode' is not one of"),

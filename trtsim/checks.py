@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import typing
 
 
@@ -38,3 +39,28 @@ def require_choices(obj) -> None:
             if value not in typing.get_args(hint):
                 raise ValueError(f"{name}={value!r}; expected one of "
                                  f"{', '.join(map(str, typing.get_args(hint)))}")
+
+
+# Input limits, in one place. Sizes past them are absurd for this simulator (everything of an
+# inproc launch shares one process) and would only exhaust memory or the clock: they are
+# refused where the input is read, before anything runs, with the limit named.
+MAX_RANKS = 16_384                 # ranks of one launch, or GPUs of one perf instance
+MAX_REQUESTS = 1_000_000           # requests of one workload (prompts x rounds for perf)
+MAX_REQUEST_TOKENS = 10_000_000    # tokens of one request (prompt or output), perf scenarios
+MAX_TIMEOUT_S = 30 * 86_400         # a launch's timeout: a month (seconds)
+MAX_KV_POOL_BYTES = 16 * 2 ** 30   # the KV-cache pools of every rank of a run, together
+MAX_SCENARIO_BYTES = 4 * 2 ** 20   # a scenario file
+
+
+def require_at_most(name: str, value: int, limit: int, unit: str) -> None:
+    """``ValueError("name=value: more than the limit of N unit")`` when value > limit."""
+    if value > limit:
+        raise ValueError(f"{name}={value!r}: more than the limit of {limit:,} {unit}")
+
+
+def require_seconds(name: str, value) -> None:
+    """A finite, positive number of seconds, at most ``MAX_TIMEOUT_S``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
+            or not math.isfinite(value):
+        raise ValueError(f"{name}={value!r} must be a finite number of seconds > 0")
+    require_at_most(name, value, MAX_TIMEOUT_S, "seconds")

@@ -56,6 +56,18 @@ def _takes_no_dist(prog: Callable, args: tuple) -> bool:
     return not varargs and len(positional) == len(args)
 
 
+def check_call(prog, args, attention_dp) -> None:
+    """What only ``launch`` takes, checked before anything is built: ``prog`` a callable,
+    ``args`` a tuple (a string or a list would be spread into arguments), flags bools."""
+    if not callable(prog):
+        raise ValueError(f"prog={prog!r} must be callable: the rank program, prog(dist, *args)")
+    if not isinstance(args, tuple):
+        raise ValueError(f"args={args!r} must be a tuple of the program's arguments "
+                         f"(one argument x: args=(x,))")
+    if not isinstance(attention_dp, bool):
+        raise ValueError(f"attention_dp={attention_dp!r} must be a bool")
+
+
 def instances_of(deployment: "str | Deployment | None", tp: int, pp: int, cp: int,
                  attention_dp: bool) -> list[InstanceLayout]:
     """The instances a launch runs: the deployment's ctx then gen, or one unnamed instance."""
@@ -93,6 +105,7 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     Returns ``results`` with ``results[r]`` global rank r's return value, or raises the report:
     CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout.
     """
+    check_call(prog, args, attention_dp)
     config = LaunchConfig(backend, guard, seed, timeout, clock_model=default_clock_model(),
                           iteration_marker=iteration_marker, wrappers=wrappers,
                           intercept=intercept, log_dir=log_dir)

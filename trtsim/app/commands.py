@@ -15,13 +15,16 @@ EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 
 def parse_sets(items: list[str] | None, flag: str = "--set") -> dict:
     """``key=value`` pairs into a dict of dotted keys and YAML-read values."""
-    from ..scenario.functional import parse_value
+    from ..scenario.functional import ScenarioError, parse_value
     out = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise BadInput(f"{flag} {item!r}: expected key=value (e.g. transceiver.sticky_skip=guarded)")
-        out[key.strip()] = parse_value(value)
+        try:
+            out[key.strip()] = parse_value(value)
+        except ScenarioError as exc:
+            raise BadInput(f"{flag} {key.strip()}: {value!r}: {exc}") from None
     return out
 
 

@@ -24,7 +24,8 @@ from hypothesis.errors import NoSuchExample
 from ..comm.errors import CollectiveError
 from ..jobs.run import RunResult, run
 from ..layout.topology import topologies, topology
-from ..scenario.functional import ScenarioError, load_raw, load_scenario, set_dotted
+from ..scenario.functional import ScenarioError, load_raw, resolve, set_dotted
+from ..scenario.registry import kind_of
 from .strategies import _by_size, overrides as override_strategy
 
 
@@ -89,10 +90,14 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
     if not isinstance(examples, int) or examples < 1:
         raise ValueError(f"examples={examples!r} must be an integer >= 1")
     raw, source = load_raw(scenario)
+    kind = kind_of(raw).name
+    if kind != "functional":
+        raise ScenarioError(f"{source}: a {kind} scenario: explore varies the ranks of a "
+                            "functional scenario (trtsim run prices a perf scenario)")
     for key, value in (overrides or {}).items():
         set_dotted(raw, key, value)
     raw["backend"] = "inproc"
-    load_scenario(raw)                                   # bad input fails here, once
+    resolve(raw, source)                                 # bad input fails here, once
     counter = {"runs": 0, "violations": 0, "first": None, "t0": time.monotonic()}
     update = getattr(progress, "update", None)
 

@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+from ..checks import MAX_TIMEOUT_S, require_seconds
 from ..layout.places import InstanceLayout, group_table, rank_places
 from ..timeline.clock import ClockModel
 from .guard.policy import GuardPolicy
@@ -38,8 +39,7 @@ class LaunchConfig:
         GuardPolicy(self.guard)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ValueError(f"seed={self.seed!r} must be an integer")
-        if not isinstance(self.timeout, (int, float)) or not self.timeout > 0:
-            raise ValueError(f"timeout={self.timeout!r} must be a positive number of seconds")
+        require_seconds("timeout", self.timeout)
         if self.iteration_marker is not None:
             resolve_marker(self.iteration_marker)     # fails here, before any rank starts
         if isinstance(self.wrappers, str) or not isinstance(self.wrappers, (tuple, list)) \
@@ -53,9 +53,9 @@ class LaunchConfig:
                                  "backends (gloo, nccl, torchrun): inproc reports exactly")
             object.__setattr__(self, "log_dir", os.fspath(self.log_dir))
         for rank, seconds in self.delays:
-            if not isinstance(rank, int) or rank < 0 or not seconds >= 0:
+            if not isinstance(rank, int) or rank < 0 or not 0 <= seconds <= MAX_TIMEOUT_S:
                 raise ValueError(f"delays: {rank!r}: {seconds!r} must map a rank >= 0 to "
-                                 "seconds >= 0")
+                                 f"seconds from 0 to {MAX_TIMEOUT_S:,}")
 
     @property
     def policy(self) -> GuardPolicy:

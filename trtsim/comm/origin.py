@@ -50,6 +50,32 @@ def program_traceback(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
+def where_stopped(exc: BaseException) -> str:
+    """Where an exception landed in a rank program, as reports name call sites: the
+    innermost frame of the program's own code (``prog.py:12 in step``), and the library
+    function it was inside when that is elsewhere (``in threading.wait``)."""
+    tb, frames = exc.__traceback__, []
+    while tb is not None:
+        if tb.tb_frame.f_code is _ENTRY:
+            frames = []
+        elif not tb.tb_frame.f_code.co_filename.startswith(_COMM_DIR):   # the interrupter's
+            frames.append((tb.tb_frame, tb.tb_lineno))
+        tb = tb.tb_next
+    if not frames:
+        return "outside the rank program"
+    own = [(f, n) for f, n in frames if not f.f_code.co_filename.startswith(_LIBRARY)] or frames
+    frame, line = own[-1]
+    text = f"at {_short_path(frame.f_code.co_filename)}:{line} in {frame.f_code.co_name}"
+    inner = frames[-1][0]
+    if inner is not frame:
+        module = inner.f_globals.get("__name__", "?")
+        text += f" (in {module}.{inner.f_code.co_name})"
+    return text
+
+
+_LIBRARY = os.path.dirname(os.__file__)      # the standard library: not the program's own
+
+
 def _call_through(fn: Callable, args: tuple, kwargs: dict) -> Any:
     return fn(*args, **kwargs)
 

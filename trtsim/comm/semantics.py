@@ -57,6 +57,8 @@ def nbytes(payload: Any) -> int:
 
 def allgather(payloads: list[Any]) -> list[list[Any]]:
     frozen = [freeze(p) for p in payloads]
+    if not any(isinstance(b, (_Pickled, torch.Tensor)) for b in frozen):
+        return [list(frozen) for _ in payloads]    # immutables: a copy of the list is enough
     return [[thaw(b) for b in frozen] for _ in payloads]
 
 

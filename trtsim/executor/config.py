@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..checks import require_choices, require_int, require_ints
+from ..checks import MAX_REQUESTS, require_at_most, require_choices, require_int, require_ints
 from .call_pattern import PATTERNS, CallPattern, ExecutorVersion
 
 
@@ -82,6 +82,7 @@ class ServingWorkload:
 
     def __post_init__(self) -> None:
         require_int("num_requests", self.num_requests)
+        require_at_most("num_requests", self.num_requests, MAX_REQUESTS, "requests")
         require_int("arrival_interval", self.arrival_interval, low=0)
         for name in ("input_len", "output_len"):
             value = getattr(self, name)

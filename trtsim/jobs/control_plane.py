@@ -21,7 +21,7 @@ from ..disagg.transceiver_config import DisaggPeers, TransceiverConfig
 from ..layout.places import InstanceLayout
 from ..perf.iteration import HostCollectives
 from ..perf.serving_sim import ControlPlane, InstanceConfig
-from ..scenario.functional import load_scenario
+from ..scenario.functional import ScenarioError, load_scenario
 from .census import Census
 from .serving_job import ServingJob, serving_program
 
@@ -45,11 +45,9 @@ def loop_of(inst: InstanceConfig) -> str:
     return "plain" if inst.disable_overlap_scheduler else "overlap"
 
 
-def census_run(ctx: InstanceConfig, gen: InstanceConfig, transceiver: TransceiverConfig,
-               executor_version: str, role: str, requests: int = 12):
-    """Run both instances with ``role``'s loop and batch limit: (census, executor reports)."""
-    inst = ctx if role == "ctx" else gen
-    scen = load_scenario({
+def _census_scenario(ctx: InstanceConfig, gen: InstanceConfig, inst: InstanceConfig,
+                     transceiver: TransceiverConfig, executor_version: str, requests: int):
+    return load_scenario({
         "name": "control_plane_census",
         "deployment": {"ctx": _instance(ctx), "gen": _instance(gen),
                        "num_layers": max(4, ctx.layout.pp_size, gen.layout.pp_size)},
@@ -58,6 +56,17 @@ def census_run(ctx: InstanceConfig, gen: InstanceConfig, transceiver: Transceive
         "transceiver": asdict(transceiver),
         "executor": {"max_batch_size": inst.max_batch_size, "loop": loop_of(inst),
                      "version": executor_version}})
+
+
+def census_run(ctx: InstanceConfig, gen: InstanceConfig, transceiver: TransceiverConfig,
+               executor_version: str, role: str, requests: int = 12):
+    """Run both instances with ``role``'s loop and batch limit: (census, executor reports)."""
+    inst = ctx if role == "ctx" else gen
+    try:
+        scen = _census_scenario(ctx, gen, inst, transceiver, executor_version, requests)
+    except ScenarioError as exc:          # a layout the executor's own checks refuse
+        raise RuntimeError(f"control-plane census run failed: {str(exc).split(': ', 1)[-1]}") \
+            from None
     dep = scen.deployment
     job = ServingJob(DisaggPeers("ctx", dep.ctx, "gen", dep.gen), scen.kv, scen.workload,
                      scen.executor, scen.transceiver, scen.seed)

@@ -42,7 +42,7 @@ def census_failure(scenario, text: str) -> str:
     file, the instance section and its layout, and the first line of the rank's error."""
     reason = text[len(_CENSUS_FAILED):].lstrip(": ").splitlines()[0]
     reason = reason.removeprefix("RankFailed: ")
-    role = next(iter(re.findall(r"\b(ctx|gen) rank\b", reason)), None)
+    role = next(iter(re.findall(r"\b(ctx|gen) (?:rank|instance)\b", reason)), None)
     if role is None:
         return f"{scenario.source}: ctx, gen: the executor cannot run these layouts ({reason})"
     lay = getattr(scenario.config, role).layout

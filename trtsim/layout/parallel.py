@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..checks import require_ints
+from ..checks import MAX_RANKS, require_ints
 
 # The communicator groups of one rank, by kind. Every table of groups is built from this.
 GROUP_KINDS = ("tp", "pp", "cp", "tp_cp", "world")
@@ -37,6 +37,11 @@ class ParallelLayout:
 
     def __post_init__(self) -> None:
         require_ints(self, "tp_size", "pp_size", "cp_size", "ep_size")
+        if self.world_size > MAX_RANKS:         # before anything builds per-rank tables
+            factors = {"tp_size": self.tp_size, "pp_size": self.pp_size, "cp_size": self.cp_size}
+            big = max(factors, key=factors.get)
+            raise ValueError(f"{big}={factors[big]}: tp x pp x cp = {self.world_size:,} ranks, "
+                             f"more than the limit of {MAX_RANKS:,} ranks")
         if self.tp_size % self.ep_size:
             raise ValueError(f"ep_size={self.ep_size} must divide tp_size={self.tp_size}")
         if not isinstance(self.enable_attention_dp, bool):

@@ -7,7 +7,7 @@ ranks, and ``rank_label`` (``ranks_label`` for a set) is the one way a report na
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .mapping import Mapping
@@ -44,6 +44,22 @@ def ranks_label(instance: str, global_ranks, offset: int = 0, what: str = "ranks
     return f"{instance} {what} {[r - offset for r in ranks]} (global {ranks})"
 
 
+class GroupRanks(tuple):
+    """A group's global ranks, ascending: a tuple that computes its hash once. Group keys
+    are dict keys on every call, and a group may hold thousands of ranks."""
+
+    def __new__(cls, ranks=()):
+        self = super().__new__(cls, ranks)
+        self._hash = tuple.__hash__(self)
+        return self
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self):
+        return (GroupRanks, (tuple(self),))
+
+
 @dataclass(frozen=True)
 class InstanceLayout:
     """One instance of a launch: its name (empty for a plain launch), role and layout."""
@@ -67,6 +83,9 @@ class RankPlace:
     offsets: tuple[tuple[str, int, int], ...] = ()   # (instance, offset, world_size)
     role: str = ""                                  # "ctx" | "gen" | "" (plain launch)
     delay: float = 0.0                              # seconds of extra work before each call
+    # This rank's groups by kind, as global ranks: tuples shared by every member (rank_places
+    # builds each group once, so a launch's places hold O(ranks) numbers, not O(ranks^2)).
+    shared_groups: dict | None = field(default=None, compare=False, repr=False)
 
     @property
     def global_rank(self) -> int:
@@ -82,6 +101,8 @@ class RankPlace:
 
     def groups(self) -> dict[str, tuple[int, ...]]:
         """This rank's groups by kind, as global ranks."""
+        if self.shared_groups is not None:
+            return dict(self.shared_groups)
         return {kind: self.to_global(self.mapping.group(kind)) for kind in GROUP_KINDS}
 
     def peer_global(self, peer: "int | Peer") -> int:
@@ -112,10 +133,25 @@ def rank_places(instances: list[InstanceLayout],
     delay_of = dict(delays)
     places = []
     for inst, (_, offset, size) in zip(instances, offsets):
+        member_of = _groups_by_rank(inst.spec, offset)
         for r in range(size):
             places.append(RankPlace(inst.spec.mapping(r), inst.name, offset, tuple(offsets),
-                                    inst.role, delay_of.get(offset + r, 0.0)))
+                                    inst.role, delay_of.get(offset + r, 0.0),
+                                    {kind: member_of[kind][r] for kind in GROUP_KINDS}))
     return places
+
+
+def _groups_by_rank(spec: ParallelLayout, offset: int) -> dict[str, list[tuple[int, ...]]]:
+    """kind -> the global-rank group of each local rank, every group one shared tuple."""
+    out = {}
+    for kind in GROUP_KINDS:
+        of_rank: list = [None] * spec.world_size
+        for g in spec.groups(kind):
+            shared = GroupRanks(offset + r for r in g)
+            for r in g:
+                of_rank[r] = shared
+        out[kind] = of_rank
+    return out
 
 
 def group_table(instances: list[InstanceLayout]) -> dict[tuple[str, str], list[tuple[int, ...]]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..checks import MAX_RANKS, require_at_most
 from .parallel import ParallelLayout
 
 
@@ -41,6 +42,9 @@ class Deployment:
     id: str
     ctx: InstanceSpec
     gen: InstanceSpec
+
+    def __post_init__(self) -> None:
+        require_at_most("ranks", self.world_size, MAX_RANKS, "ranks (ctx and gen together)")
 
     @property
     def world_size(self) -> int:

@@ -22,7 +22,7 @@ import heapq
 import random
 from dataclasses import dataclass, field
 
-from ..checks import require_ints
+from ..checks import MAX_RANKS, MAX_REQUEST_TOKENS, MAX_REQUESTS, require_at_most, require_ints
 from ..layout.parallel import ParallelLayout
 from . import comm_cost as cc
 from .client import RequestRecord, serving_metrics
@@ -50,6 +50,11 @@ class InstanceConfig:
 
     def __post_init__(self) -> None:
         require_ints(self, "servers", "max_batch_size", "max_num_tokens")
+        gpus = self.servers * self.layout.world_size
+        if gpus > MAX_RANKS:
+            raise ValueError(f"servers={self.servers}: {self.servers:,} servers of "
+                             f"{self.layout.world_size} GPUs, more than the limit of "
+                             f"{MAX_RANKS:,} GPUs")
         if isinstance(self.host_work_ms, bool) or not isinstance(self.host_work_ms, (int, float)) \
                 or not 0 <= self.host_work_ms < 1e4:
             raise ValueError(f"host_work_ms={self.host_work_ms!r} must be a number of ms >= 0")
@@ -70,6 +75,13 @@ class BenchmarkConfig:
     def __post_init__(self) -> None:
         require_ints(self, "concurrency", "num_prompts", "multi_round", "input_length",
                      "output_length", "stream_interval")
+        if self.num_prompts * self.multi_round > MAX_REQUESTS:
+            raise ValueError(f"num_prompts={self.num_prompts}: {self.num_prompts:,} prompts x "
+                             f"{self.multi_round} rounds, more than the limit of "
+                             f"{MAX_REQUESTS:,} requests")
+        require_at_most("concurrency", self.concurrency, MAX_REQUESTS, "requests")
+        for name in ("input_length", "output_length"):
+            require_at_most(name, getattr(self, name), MAX_REQUEST_TOKENS, "tokens")
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Literal
 
+from ..checks import MAX_TIMEOUT_S, require_seconds
 from ..comm.errors import VERDICTS
 from ..comm.intercept import INTERCEPTABLE, check_names as check_intercept
 from ..comm.guard.policy import GUARDS
@@ -27,6 +28,7 @@ from ..spec.config import SpecConfig
 from ..state.fault import Fault
 from ..state.kv_cache import KvCacheConfig
 from .schema import ScenarioError, build, check_keys, err, known_keys, scalar, section
+from .sizes import check_sizes
 from .source import load_raw, parse_value, set_dotted, with_overrides
 
 __all__ = ["Scenario", "ScenarioError", "TransferWorkload", "load_scenario", "load_raw",
@@ -126,8 +128,10 @@ def resolve(raw: dict, source: str) -> Scenario:
         except ValueError as exc:
             raise ScenarioError(f"{source}: iteration_marker: {exc}") from None
     opts["name"] = scalar(Scenario, "name", raw, source) or os.path.basename(source)
-    if opts["timeout"] <= 0:
-        raise err(source, "timeout", opts["timeout"], "must be > 0 seconds")
+    try:
+        require_seconds("timeout", opts["timeout"])
+    except ValueError as exc:
+        raise ScenarioError(f"{source}: timeout: {exc}") from None
     opts["timeout"] = float(opts["timeout"])
     deployment = _deployment(source, raw)
     workload = _workload(source, raw, opts["seed"])
@@ -140,7 +144,7 @@ def resolve(raw: dict, source: str) -> Scenario:
     speculative = None
     if raw.get("speculative"):
         speculative = build(SpecConfig, section(source, raw, "speculative"), source, "speculative")
-    return Scenario(
+    scenario = Scenario(
         deployment=deployment, workload=workload, executor=executor, speculative=speculative,
         kv=build(KvCacheConfig, _model_keys(source, raw), source, "model",
                  num_layers=deployment.ctx.num_layers, is_mla=deployment.ctx.is_mla),
@@ -149,6 +153,8 @@ def resolve(raw: dict, source: str) -> Scenario:
         faults=_faults(source, raw.get("faults") or {}, _request_count(workload)),
         delays=_delays(source, raw.get("delays") or {}, deployment.world_size),
         source=source, raw=raw, **opts)
+    check_sizes(scenario)                 # before any rank starts: see sizes.py
+    return scenario
 
 
 def _wrappers(source: str, value) -> tuple[str, ...]:
@@ -224,8 +230,10 @@ def _delays(source: str, raw, world: int) -> tuple[tuple[int, float], ...]:
     for rank, ms in raw.items():
         if not isinstance(rank, int) or not 0 <= rank < world:
             raise err(source, f"delays.{rank}", ms, f"names no rank (0..{world - 1})")
-        if not isinstance(ms, (int, float)) or isinstance(ms, bool) or ms < 0:
-            raise err(source, f"delays.{rank}", ms, "must be milliseconds >= 0")
+        if not isinstance(ms, (int, float)) or isinstance(ms, bool) \
+                or not 0 <= ms <= MAX_TIMEOUT_S * 1000:           # NaN fails both
+            raise err(source, f"delays.{rank}", ms,
+                      f"must be milliseconds from 0 to {MAX_TIMEOUT_S * 1000:,}")
         out.append((rank, ms / 1000.0))
     return tuple(sorted(out))
 

@@ -13,6 +13,7 @@ what the key takes.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any
@@ -73,7 +74,7 @@ def _type_name(hint) -> str:
         return " or ".join(_type_name(a) for a in args)
     if origin is tuple:
         return "a list"
-    return {int: "int", float: "a number", bool: "bool", str: "str",
+    return {int: "int", float: "a finite number", bool: "bool", str: "str",
             type(None): "null"}.get(hint, getattr(hint, "__name__", str(hint)))
 
 
@@ -93,8 +94,9 @@ def _fits(value, hint) -> bool:
         return len(value) == len(args) and all(_fits(v, a) for v, a in zip(value, args))
     if hint is type(None):
         return value is None
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is float:           # YAML's .inf and .nan are no sizes, rates or seconds
+        return isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and math.isfinite(value)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if isinstance(hint, type):

@@ -5,9 +5,11 @@ from __future__ import annotations
 import copy
 import os
 import re
+import stat
 
 import yaml
 
+from ..checks import MAX_SCENARIO_BYTES
 from .schema import ScenarioError
 from .shipped import scenario_path
 
@@ -24,9 +26,36 @@ for _first in "tTfF":
         "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")))
 
 
+def _unique_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    """A mapping whose keys are unique: YAML says so, PyYAML keeps the last silently."""
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if isinstance(key, (str, int, float, bool)) and key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+        seen.add(key) if isinstance(key, (str, int, float, bool)) else None
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line for a YAML error: where and what (``line 3: duplicate key 'seed'``)."""
+    mark = getattr(exc, "problem_mark", None)
+    what = getattr(exc, "problem", None) or getattr(exc, "reason", None) or str(exc)
+    where = f"line {mark.line + 1}: " if mark is not None else ""
+    return f"{where}not valid YAML ({' '.join(str(what).split())})"
+
+
 def parse_value(text: str):
-    """A ``--set key=value`` value, read as YAML (numbers, lists, null) with 1.2 booleans."""
-    return yaml.load(text, Loader=_Loader)
+    """A ``--set key=value`` value, read as YAML (numbers, lists, null) with 1.2 booleans;
+    ScenarioError (one line) when it is not YAML."""
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(yaml_problem(exc).replace("line 1: ", "")) from None
 
 
 def set_dotted(raw: dict, key: str, value) -> None:
@@ -63,19 +92,41 @@ def load_raw(source) -> tuple[dict, str]:
     if isinstance(source, dict):
         return copy.deepcopy(source), "<dict>"
     path = find_scenario(source)
-    try:
-        with open(path) as f:
-            raw = yaml.load(f, Loader=_Loader)
-    except (FileNotFoundError, IsADirectoryError):
-        raise ScenarioError(f"{path}: no such scenario file") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "?"
-        raise ScenarioError(f"{path}: {where}: not valid YAML ({getattr(exc, 'problem', exc)})") \
-            from None
+    raw = _read_yaml(path, _read_text(path))
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path}: the top level must be a mapping, not {type(raw).__name__}")
     return raw, path
+
+
+def _read_text(path: str) -> str:
+    """A scenario file's text: a regular file, not too large, UTF-8; else one line."""
+    try:
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise ScenarioError(f"{path}: is a directory, not a scenario file")
+        if not stat.S_ISREG(info.st_mode):
+            raise ScenarioError(f"{path}: not a regular file (a scenario is a YAML file)")
+        if info.st_size > MAX_SCENARIO_BYTES:
+            raise ScenarioError(f"{path}: {info.st_size:,} bytes, more than the limit of "
+                                f"{MAX_SCENARIO_BYTES:,} bytes for a scenario file")
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"{path}: not a text file (byte {exc.start} is not UTF-8); a "
+                            "scenario is a YAML file") from None
+    except FileNotFoundError:
+        raise ScenarioError(f"{path}: no such scenario file") from None
+    except OSError as exc:
+        raise ScenarioError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _read_yaml(path: str, text: str):
+    try:
+        return yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: {yaml_problem(exc)}") from None
+    except RecursionError:
+        raise ScenarioError(f"{path}: nested too deeply to be a scenario") from None
 
 
 def with_overrides(source, overrides: dict | None) -> tuple[dict, str]:

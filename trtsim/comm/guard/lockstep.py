@@ -86,7 +86,7 @@ def _key(rec: CallRecord) -> tuple:
 @dataclass
 class _Iteration:
     calls: dict[tuple[int, ...], list[CallRecord]] = field(default_factory=dict)
-    closed: list[tuple[int, ...]] = field(default_factory=list)
+    closed: set[tuple[int, ...]] = field(default_factory=set)    # a set: O(1) membership
 
 
 class LockstepTracker:
@@ -118,7 +118,7 @@ class LockstepTracker:
         if it is None:
             it = self._open[key][rec.iteration] = _Iteration()
             # Groups already past this iteration closed it before anyone called in it.
-            it.closed.extend(g for g in self._groups[key] if self._has_left(g, rec.iteration))
+            it.closed.update(g for g in self._groups[key] if self._has_left(g, rec.iteration))
         it.calls.setdefault(rec.group_ranks, []).append(rec)
 
     def on_progress(self, rank: int, iteration: int | None) -> None:
@@ -135,7 +135,7 @@ class LockstepTracker:
                 it = opened[it_no]
                 if group in it.closed or not self._has_left(group, it_no):
                     continue
-                it.closed.append(group)
+                it.closed.add(group)
                 if len(it.closed) == len(self._groups[key]):
                     # Every group of the kind left the iteration: compare each with the first
                     # of the table, O(groups), in an order no schedule changes.

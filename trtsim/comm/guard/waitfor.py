@@ -90,21 +90,32 @@ def deadlock_error(states: dict[int, RankState],
     for r, waited in stuck.items():
         who = ", ".join(f"{states[w].label} ({states[w].status})" for w in waited)
         details.append(f"{rank_name(calls[r])} waits in {calls[r].short()} for {who}")
-    finished = sorted(r for r, s in states.items() if s.status == DONE)
+    involved = set(stuck) | {w for ws in stuck.values() for w in ws}
+    # Only the finished ranks the stuck set waits for: which others have finished yet depends
+    # on the schedule (a stuck set is reported as soon as it forms), not on the deadlock.
+    finished = sorted(r for r in involved if states[r].status == DONE)
     if finished:
         details.append("finished: " + ", ".join(states[r].label for r in finished))
     summary = (f"{len(stuck)} rank{'s' if len(stuck) > 1 else ''} blocked with no way to proceed "
                f"(first: {rank_name(calls[first])} in {calls[first].short()})")
-    involved = set(stuck) | {w for ws in stuck.values() for w in ws}
     return CollectiveDeadlock(summary, group_kind=call.group_kind, group_ranks=call.group_ranks,
                               ranks=tuple(sorted(involved)), calls=calls, details=tuple(details),
                               explanation=explanation)
 
 
-def timeout_error(states: dict[int, RankState], seconds: float) -> CollectiveTimeout:
-    """The report when the launch's timeout passed: every rank's state and blocked call."""
-    details = tuple(f"{s.label}: {s.status}" + (f" in {s.call.short()} at {s.call.callsite}"
-                                               if s.call else "") for s in states.values())
+def timeout_error(states: dict[int, RankState], seconds: float,
+                  outside: dict[int, str] | None = None) -> CollectiveTimeout:
+    """The report when the launch's timeout passed: every rank's state and blocked call.
+    ``outside``: ranks the deadline found blocked outside any communication call (in C code,
+    a sleep, a busy loop), with where."""
+    outside = outside or {}
+
+    def line(s: RankState) -> str:
+        if s.rank in outside:
+            return f"{s.label}: blocked outside any collective {outside[s.rank]}"
+        return f"{s.label}: {s.status}" + (f" in {s.call.short()} at {s.call.callsite}"
+                                            if s.call else "")
+    details = tuple(line(s) for s in states.values())
     return CollectiveTimeout(f"launch timed out after {seconds:g} s",
                              ranks=tuple(r for r, s in states.items() if not s.is_finished),
                              details=details)

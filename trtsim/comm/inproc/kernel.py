@@ -38,12 +38,18 @@ class Kernel:
         self.steps = 0
         self.aborted = False
         self.hub: greenlet.greenlet | None = None
+        # Called as a rank stops being able to run (it blocked in a call, or finished), while
+        # no report has stopped the launch yet: where the deadlock checks hook in.
+        self.on_block: Callable[[int], None] | None = None
+        self.on_finish: Callable[[int], None] | None = None
 
     # -- what resources and ranks call --------------------------------------------------
     def block(self, r: int, rec: CallRecord) -> Any:
         """Park rank ``r`` in ``rec`` until a resource wakes it; returns the wake value."""
         self.status[r] = BLOCKED
         self.blocked_call[r] = rec
+        if self.on_block is not None and self.error is None:
+            self.on_block(r)
         return self.yield_to_hub()
 
     def wake(self, r: int, value: Any = None) -> None:
@@ -68,19 +74,16 @@ class Kernel:
     def finish(self, r: int, status: str = DONE) -> None:
         self.status[r] = status
         self.finished.add(r)
-
-    @property
-    def stuck_possible(self) -> bool:
-        """Some unfinished rank is not runnable (a blocked set may exist)."""
-        return len(self.runnable) < len(self.status) - len(self.finished)
+        if self.on_finish is not None and self.error is None:
+            self.on_finish(r)
 
     # -- the hub ------------------------------------------------------------------------
-    def run(self, mains: list[Callable[[], None]], every_1024: Callable[[], None],
-            every_64: Callable[[], None], on_idle: Callable[[], None]) -> None:
+    def run(self, mains: list[Callable[[], None]], every_64: Callable[[], None],
+            on_idle: Callable[[], None]) -> None:
         """Run the rank mains one switch at a time until all finish or a report stops the
-        launch. ``every_1024`` and ``every_64`` run after that many switches (deadlock
-        checks, the clock, progress); ``on_idle`` when no rank can run but some have not
-        finished. They report through ``report``."""
+        launch. ``every_64`` runs after that many switches (the clock, progress);
+        ``on_idle`` when no rank can run but some have not finished. They report through
+        ``report``."""
         self.hub = greenlet.getcurrent()
         glets = [greenlet.greenlet(lambda *_, f=f: f(), parent=self.hub) for f in mains]
         self.runnable = list(range(len(glets)))
@@ -89,8 +92,6 @@ class Kernel:
                 r = self.runnable.pop(self.rng.randrange(len(self.runnable)))
                 self.steps += 1
                 glets[r].switch(self.resume.pop(r, None))
-                if self.steps & 1023 == 0 and self.stuck_possible:
-                    every_1024()
                 if self.steps & 63 == 0 and self.error is None:
                     every_64()
             if self.error is None and not self.all_finished:

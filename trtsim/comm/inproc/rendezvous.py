@@ -13,6 +13,7 @@ from typing import Any, Callable
 from ...timeline.clock import ClockModel, RankClock, finish_collective
 from ..guard.policy import GuardPolicy
 from ..guard.rules import differences
+from ..guard.waitgraph import WaitGraph
 from ..records import CallRecord
 from ..semantics import execute, nbytes
 from .kernel import Kernel
@@ -22,9 +23,11 @@ class Rendezvous:
     """Pending collectives and, per rank, the last sequence it entered on each group."""
 
     def __init__(self, kernel: Kernel, policy: GuardPolicy, clocks: list[RankClock],
-                 clock_model: ClockModel, on_post: Callable[[CallRecord], None]):
+                 clock_model: ClockModel, on_post: Callable[[CallRecord], None],
+                 waits: WaitGraph | None = None):
         self.kernel, self.policy, self.clocks, self.clock_model = kernel, policy, clocks, clock_model
         self.on_post = on_post
+        self.waits = waits
         self.pending: dict[tuple, dict[int, tuple[CallRecord, Any]]] = {}
         self.posted: list[dict] = [{} for _ in clocks]
 
@@ -43,6 +46,8 @@ class Rendezvous:
                     kernel.report(err)
         posts[r] = (rec, payload)
         self.posted[r][rec.group_key] = rec.seq
+        if self.waits is not None:
+            self.waits.enter(r, key, rec.group_ranks)
         self.on_post(rec)
         if kernel.error is not None:
             return kernel.block(r, rec)       # the hub stops; this rank is unwound

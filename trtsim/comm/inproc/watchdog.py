@@ -1,14 +1,27 @@
-"""A deadline for code that runs in this thread and may never yield (a rank in a busy loop).
+"""A deadline for code that runs in this thread and may never yield (a rank in a busy loop,
+or blocked in C: ``time.sleep``, a lock, ``threading.Event().wait()``, a socket).
 
-The inproc hub checks the clock at every switch, but a rank that loops without calling the
-communicator never switches. The watchdog raises ``DeadlineExpired`` asynchronously in the
-launching thread when the deadline passes, wherever that thread is (hub or rank greenlet).
+The inproc hub checks the clock at every switch, but a rank that never calls the
+communicator never switches. When the deadline passes, a timer thread interrupts the
+launching thread:
+
+- on the main thread, with a signal of its own (``SIGNAL``, a real-time signal nothing else
+  here uses): a signal ends a blocking system call (EINTR), and Python runs the handler,
+  which raises ``DeadlineExpired``, before it retries the call -- so a rank blocked in C
+  stops on time too;
+- on any other thread (signals only reach Python handlers on the main thread), with an
+  asynchronous exception, which lands at the next Python bytecode: in time for a busy loop,
+  not for a call blocked in C.
 """
 
 from __future__ import annotations
 
 import ctypes
+import signal
 import threading
+import time
+
+SIGNAL = signal.SIGRTMIN + 5 if hasattr(signal, "SIGRTMIN") else None
 
 
 class DeadlineExpired(BaseException):
@@ -24,11 +37,16 @@ class Watchdog:
         self._lock = threading.Lock()
         self._armed = False
         self._fired = False
+        self._landed = False
         self._thread_id = threading.get_ident()
+        self._by_signal = SIGNAL is not None and threading.current_thread() is threading.main_thread()
+        self._previous = None
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
 
     def __enter__(self) -> "Watchdog":
+        if self._by_signal:
+            self._previous = signal.signal(SIGNAL, self._on_signal)
         self._armed = True
         self._timer.start()
         return self
@@ -38,8 +56,17 @@ class Watchdog:
             if not self._armed:
                 return
             self._fired = True
-            ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id),
-                                                       ctypes.py_object(DeadlineExpired))
+            if self._by_signal:
+                signal.pthread_kill(self._thread_id, SIGNAL)
+            else:
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id),
+                                                           ctypes.py_object(DeadlineExpired))
+
+    def _on_signal(self, signum, frame) -> None:
+        # Runs in the watched thread; no lock here (that thread may hold it in __exit__).
+        self._landed = True
+        if self._armed:
+            raise DeadlineExpired()
 
     @property
     def fired(self) -> bool:
@@ -51,11 +78,21 @@ class Watchdog:
             self._armed = False
             fired = self._fired
         if fired:
-            # The asynchronous exception may still be pending; let it land here, not later
-            # in unrelated code.
-            try:
-                for _ in range(10000):
-                    pass
-            except DeadlineExpired:
-                pass
+            self._drain()
+        if self._by_signal:
+            signal.signal(SIGNAL, self._previous)
         return False
+
+    def _drain(self) -> None:
+        """Let a pending interruption land here, disarmed, rather than later in unrelated
+        code (or, for a signal, under the previous handler)."""
+        if self._by_signal:
+            stop = time.monotonic() + 1.0
+            while not self._landed and time.monotonic() < stop:
+                time.sleep(0.001)            # a system call: the pending signal is taken now
+            return
+        try:
+            for _ in range(10000):
+                pass
+        except DeadlineExpired:
+            pass

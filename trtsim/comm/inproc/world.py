@@ -16,10 +16,11 @@ from ...timeline.clock import ClockModel, RankClock
 from ..distributed import Distributed
 from ..errors import RankFailed
 from ..guard.lockstep import LockstepTracker
+from ..guard.waitgraph import WaitGraph
 from ..guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, timeout_error
 from .. import intercept, markers
 from ..current import bind
-from ..origin import OriginFinder, call_rank_program, program_traceback
+from ..origin import OriginFinder, call_rank_program, program_traceback, where_stopped
 from ..outcome import LaunchOutcome
 from ..records import CallRecord
 from .kernel import Kernel, Unwind
@@ -48,12 +49,16 @@ class InprocWorld:
         self.tracker = LockstepTracker(groups) if self.policy.tracks_groups else None
         on_collective = self._on_collective if (self.trace is not None or self.tracker) \
             else _ignore
+        self.waits = WaitGraph(self.kernel.status, self.kernel.blocked_call)
+        self.kernel.on_block = self._on_block
+        self.kernel.on_finish = self._on_finish
         self.rendezvous = Rendezvous(self.kernel, self.policy, self.clocks, self.clock_model,
-                                     on_collective)
+                                     on_collective, self.waits)
         self.mailbox = Mailbox(self.kernel, self.clocks, self.clock_model, self._on_p2p)
         self.iterations = {r: 0 for r in range(n)}
         self.progress = progress
         self._last_progress = time.monotonic()
+        self._stopped: dict[int, str] = {}   # rank -> where the deadline found it, outside
 
     # -- observation hooks ---------------------------------------------------------------
     def _on_p2p(self, rec: CallRecord) -> None:
@@ -88,10 +93,10 @@ class InprocWorld:
             interception.attach(dists[r])
             try:
                 results[r] = call_rank_program(program, dists[r], args)
-            except Unwind:
-                raise
-            except DeadlineExpired:
-                kernel.status[r] = FAILED
+            except (Unwind, KeyboardInterrupt):
+                raise                        # Ctrl-C ends the launch; it is no rank's failure
+            except DeadlineExpired as exc:   # stopped outside the communicator: blocked there
+                self._stopped[r] = where_stopped(exc)
                 kernel.report(self._timeout_error())
                 return
             except BaseException as exc:  # a rank's failure is a report, not a crash
@@ -104,7 +109,7 @@ class InprocWorld:
                 intercept.installed(self.config.intercept) as interception:
             try:
                 kernel.run([lambda r=r: rank_main(r) for r in range(len(dists))],
-                           self._check_deadlock, self._check_clock, self._idle)
+                           self._check_clock, self._idle)
             except DeadlineExpired:
                 kernel.report(self._timeout_error())
         error = kernel.error
@@ -116,9 +121,17 @@ class InprocWorld:
                              self.tracker.notes() if self.tracker else [],
                              trace=self.trace or [], clocks=[c.events for c in self.clocks])
 
+    # A stuck set does not depend on the ranks still running, so it is reported the moment it
+    # forms (the wait graph says when), not when the others end.
+    def _on_block(self, r: int) -> None:
+        if self.waits.stuck_after_block(r):
+            self._check_deadlock()
+
+    def _on_finish(self, r: int) -> None:
+        if self.waits.stuck_after_finish(r):
+            self._check_deadlock()
+
     def _check_deadlock(self) -> None:
-        # Some ranks are blocked while others still run: a stuck set does not depend on the
-        # running ranks, so it can be reported now instead of when they end.
         states = self.snapshot()
         stuck = find_deadlock(states)
         if stuck:
@@ -142,13 +155,13 @@ class InprocWorld:
         self.kernel.report(deadlock_error(states, stuck))
 
     def _fail(self, r: int, exc: BaseException) -> None:
-        self.kernel.finish(r, FAILED)
         tb = program_traceback(exc)
         self.kernel.report(RankFailed(f"{self.places[r].name} raised {type(exc).__name__}: {exc}",
                                       rank=r, traceback=tb))
+        self.kernel.finish(r, FAILED)        # after the report: the failure is the cause
 
     def _timeout_error(self):
-        return timeout_error(self.snapshot(), self.config.timeout)
+        return timeout_error(self.snapshot(), self.config.timeout, self._stopped)
 
     def snapshot(self) -> dict[int, RankState]:
         """Every rank's state as the wait-for analysis reads it."""

@@ -2,9 +2,10 @@
 
 The launcher owns the rendezvous store, the shared-memory ledger and a result queue. Its
 loop takes results and reports from the queue, polls the deadlock monitor, notices ranks that
-died without a word (a signal), and enforces the timeout. Whatever ends the launch -- a
-report, a failure, the timeout, Ctrl-C -- the teardown ends every rank process, releases the
-shared memory and the store, and only then does the launcher raise.
+died without a word (a signal, or an exit before the result: see ``culprit``), and enforces
+the timeout. Whatever ends the launch -- a report, a failure, the timeout, Ctrl-C -- the
+teardown ends every rank process, releases the shared memory and the store, and only then
+does the launcher raise. If the launcher itself dies, its ranks follow (``lifeline``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from __future__ import annotations
 import multiprocessing as mp
 import pickle
 import queue as queue_mod
-import signal
 import time
 from datetime import timedelta
+from multiprocessing import forkserver
 from typing import Any, Callable
 
 import torch
@@ -25,6 +26,8 @@ from ..errors import CollectiveError, CollectiveTimeout, RankFailed
 from ..guard.lockstep import replay_lockstep
 from ..guard.waitfor import timeout_error
 from ..outcome import LaunchOutcome
+from . import lifeline
+from .culprit import CAUSE_WAIT_S, exit_report, with_consequence
 from .ledger import ITERATION, READY_NS, Ledger
 from .monitor import DeadlockMonitor
 from .torchdist import failed_report, rank_main
@@ -74,6 +77,8 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
     n = len(places)
     plan, notes = device_plan(config.backend, n)
     ctx = _context()
+    forkserver.ensure_running()           # started here, so every rank knows its parent
+    server = lifeline.server_pid()
     wakeups = [ctx.Semaphore(0) for _ in range(n)]
     ledger = Ledger.create(n, wakeups)
     store = tdist.TCPStore("127.0.0.1", 0, n + 1, True, timeout=timedelta(seconds=60),
@@ -85,7 +90,7 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
         for r in range(n):
             p = ctx.Process(target=rank_main, name=f"trtsim-rank{r}", daemon=True, args=(
                 r, places, group_table, program_blob, args_blob, config, plan,
-                ("127.0.0.1", store.port), ledger.name, results_q, wakeups))
+                ("127.0.0.1", store.port), ledger.name, results_q, wakeups, server))
             p.start()
             procs.append(p)
         monitor = DeadlockMonitor(ledger, places)
@@ -121,6 +126,8 @@ class _Watch:
         self.clocks: list[list] = [[] for _ in range(n)]
         self.done: set[int] = set()
         self.error: CollectiveError | None = None
+        self.held: RankFailed | None = None       # a lost connection, waiting for its cause
+        self.held_until = 0.0
 
     def run(self) -> LaunchOutcome:
         deadline = time.monotonic() + self.config.timeout
@@ -128,8 +135,10 @@ class _Watch:
         n = len(self.places)
         while len(self.done) < n and self.error is None:
             if not self._take(timeout=0.01):
-                self.error = self.monitor.poll() or self._dead_rank()
+                self.error = self._dead_rank() or self.monitor.poll()
             now = time.monotonic()
+            if self.error is None and self.held is not None and now > self.held_until:
+                self.error = self.held          # its cause never showed: report it as is
             if self.error is None and now > deadline:
                 self.error = self._timeout()
             if self.progress is not None and now - last_progress >= 1.0:
@@ -155,42 +164,37 @@ class _Watch:
             self.census[rank], self.logs[rank], self.clocks[rank] = msg[3], msg[4], msg[5]
             self.done.add(rank)
         elif kind == "failed":
-            self.error = self.error or self._root_cause(
-                failed_report(rank, self.places, msg[2], msg[3]))
+            failure = failed_report(rank, self.places, msg[2], msg[3])
+            cause = self._exited()
+            if cause is not None:
+                self.error = self.error or with_consequence(cause, failure)
+            elif msg[4]:                        # a lost connection: its cause is a peer
+                if self.held is None:
+                    self.held, self.held_until = failure, time.monotonic() + CAUSE_WAIT_S
+            else:
+                self.error = self.error or failure
         elif kind == "report":
             self.error = self.error or pickle.loads(msg[2])
         return True
 
-    def _root_cause(self, failure: RankFailed) -> RankFailed:
-        """A rank killed by a signal makes its peers' sockets fail at once; report the
-        killed rank, not the first peer that noticed."""
-        stop = time.monotonic() + 0.5
-        while time.monotonic() < stop:
-            for r, p in enumerate(self.procs):
-                if p.exitcode is not None and p.exitcode < 0:
-                    killed = self._signal_report(r, -p.exitcode)
-                    killed.details = (f"then {failure.summary.splitlines()[0]}",)
-                    return killed
-            time.sleep(0.01)
-        return failure
-
-    def _signal_report(self, r: int, signum: int) -> RankFailed:
-        return RankFailed(f"{self.places[r].name} was killed by {signal.Signals(signum).name}", rank=r,
-                          signal=signum)
+    def _exited(self) -> RankFailed | None:
+        """A rank whose process already ended without a result, named as the cause."""
+        for r, p in enumerate(self.procs):
+            if r not in self.done and p.exitcode is not None:
+                return exit_report(self.places[r].name, r, p.exitcode)
+        return None
 
     def _dead_rank(self) -> RankFailed | None:
         for r, p in enumerate(self.procs):
             if r in self.done or p.exitcode is None:
                 continue
             # It may have exited right after sending its message: drain before judging.
-            while self._take(timeout=0.05):
+            while self._take(timeout=0.0):      # what it wrote before it died is there now
                 if self.error is not None or r in self.done:
                     return self.error if self.error is not None else None
             if r in self.done:
                 continue
-            if p.exitcode < 0:
-                return self._signal_report(r, -p.exitcode)
-            return RankFailed(f"{self.places[r].name} exited with status {p.exitcode} without a result", rank=r)
+            return with_consequence(exit_report(self.places[r].name, r, p.exitcode), self.held)
         return None
 
     def _timeout(self) -> CollectiveTimeout:

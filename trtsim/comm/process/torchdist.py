@@ -43,7 +43,8 @@ from .. import intercept, markers
 from ..current import bind
 from ..origin import OriginFinder, call_rank_program, program_traceback
 from ..semantics import nbytes
-from . import call_log, torch_ops
+from . import call_log, lifeline, torch_ops
+from .culprit import is_peer_loss
 from .ledger import Ledger
 
 # Environment every rank runs under: NVLink multicast stays off (it can take a shared host's
@@ -284,9 +285,12 @@ def build_groups(group_table: dict, pg_backend: str,
 
 def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blob: bytes,
               args_blob: bytes, config, plan: dict, store_addr: tuple, ledger_name: str, queue,
-              wakeups: list) -> None:
-    """Entry point of one spawned rank process."""
-    _die_with_parent()
+              wakeups: list, server: int | None = None) -> None:
+    """Entry point of one spawned rank process (``server``: the fork server's pid, its
+    parent, whose exit must end it: see ``lifeline``)."""
+    lifeline.arm(server)
+    lifeline.leave_server()
+    lifeline.ignore_interrupts()
     logger = call_log.start(config, rank, places)     # its SIGTERM handler: main thread
     failure = ("", "")
     os.environ.update(SAFE_ENV)
@@ -341,7 +345,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
     except BaseException as exc:  # noqa: BLE001 - reported to the launcher as RankFailed
         tb = program_traceback(exc)
         failure = (f"{type(exc).__name__}: {exc}", tb)
-        queue.put(("failed", rank, *failure))
+        queue.put(("failed", rank, *failure, is_peer_loss(exc)))
     finally:
         ledger.set_status(rank, status)
         if logger is not None:
@@ -355,16 +359,6 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         ledger.shm.close()
         # Skip interpreter teardown: destroying communicators whose peers are gone can hang.
         os._exit(0)
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this rank when the launcher dies (no orphans, even on SIGKILL)."""
-    try:
-        import ctypes
-        import signal
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - not Linux: the launcher's teardown still applies
-        pass
 
 
 def failed_report(rank: int, places: list[RankPlace], message: str, tb: str) -> RankFailed:

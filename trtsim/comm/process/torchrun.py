@@ -171,7 +171,6 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
     groups = build_groups(group_table, pg_backend, stage)
     ledger = StoreLedger(tdist.distributed_c10d._get_default_store(), rank, world)  # noqa: SLF001
     tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
-    monitor = _Monitor(ledger, places, logger) if rank == 0 else None
 
     def report(err: CollectiveError) -> None:
         ledger.abort(err)
@@ -183,6 +182,7 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
     dist = Distributed(places[rank], transport, OriginFinder(config.wrappers))
     bind(dist)
     status, failure = FAILED, ("", "")
+    monitor = _Monitor(ledger, places, logger) if rank == 0 else None   # stopped by the finally below
     try:
         try:
             with intercept.installed(config.intercept) as interception, \
