@@ -63,3 +63,21 @@ def test_pp_layers_split_like_tensor_split(num_layers, pp):
 def test_invalid_layouts_name_the_factor(kwargs, message):
     with pytest.raises(ValueError, match=message.replace("*", r"\*").replace("(", r"\(").replace(")", r"\)")):
         Mapping(**kwargs)
+
+
+@given(st.sampled_from([1, 2, 4]), st.sampled_from([1, 2, 3]), st.booleans())
+def test_a_layout_builds_each_rank_mapping_once_and_stays_a_value(tp, pp, adp):
+    import pickle
+
+    from trtsim.layout.parallel import ParallelLayout
+    layout = ParallelLayout(tp_size=tp, pp_size=pp, enable_attention_dp=adp)
+    fresh = ParallelLayout(tp_size=tp, pp_size=pp, enable_attention_dp=adp)
+    for r in range(tp * pp):
+        m = layout.mapping(r)
+        assert m is layout.mapping(r)                    # built once
+        assert (m.tp_rank, m.pp_rank) == (r % tp, r // tp)
+    # The per-rank table is derived state: equality, hashing and pickles ignore it.
+    assert layout == fresh and hash(layout) == hash(fresh)
+    assert pickle.dumps(layout) == pickle.dumps(fresh)
+    with pytest.raises(ValueError):
+        layout.mapping(tp * pp)

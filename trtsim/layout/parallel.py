@@ -14,6 +14,7 @@ The TP group of a rank holds the ranks with its pp_rank and cp_rank; the PP grou
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from ..checks import MAX_RANKS, require_ints
@@ -65,11 +66,24 @@ class ParallelLayout:
         return self.tp_size // self.ep_size
 
     def mapping(self, rank: int):
-        """Rank ``rank``'s Mapping of this layout."""
-        from .mapping import Mapping
-        return Mapping(world_size=self.world_size, rank=rank, tp_size=self.tp_size,
-                       pp_size=self.pp_size, cp_size=self.cp_size, moe_ep_size=self.ep_size,
-                       enable_attention_dp=self.enable_attention_dp)
+        """Rank ``rank``'s Mapping of this layout, built once per rank (a Mapping is frozen,
+        and the transfer plan asks for the same ones thousands of times per run)."""
+        m = self._mappings.get(rank)
+        if m is None:
+            from .mapping import Mapping
+            m = self._mappings[rank] = Mapping(
+                world_size=self.world_size, rank=rank, tp_size=self.tp_size,
+                pp_size=self.pp_size, cp_size=self.cp_size, moe_ep_size=self.ep_size,
+                enable_attention_dp=self.enable_attention_dp)
+        return m
+
+    @functools.cached_property
+    def _mappings(self) -> dict:
+        """rank -> Mapping: derived state, not a field (neither compared, hashed nor pickled)."""
+        return {}
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_mappings"}
 
     def group_size(self, kind: str) -> int:
         """Members of one group of ``kind`` (every group of a kind has the same size)."""

@@ -322,8 +322,8 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         bind(dist)
         # Everything built so far (torch, trtsim, the groups) lives as long as the rank: in
         # the permanent generation, the collections that the guard's per-call allocations
-        # trigger scan only what the program makes.
-        gc.collect()
+        # trigger scan only what the program makes. No collection first: it would touch
+        # every object the fork server preloaded (copy-on-write faults: 4x the spawn time).
         gc.freeze()
         ledger.set_ready(rank, os.getpid())
         # The stand-ins go in before the program is unpickled: its modules import them.
