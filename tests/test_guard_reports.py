@@ -61,6 +61,28 @@ def test_early_exit():
     assert "rank 3 returned while rank 2 waits in tp_allgather #2 'b'" in err.explanation
 
 
+def _stuck_in_stages(dist):
+    """Rank 0 returns; rank 1 waits for it in their TP gather at once, while ranks 2 and 3
+    first work among themselves and then wait for both in a world barrier."""
+    if dist.rank == 0:
+        return
+    if dist.rank == 1:
+        dist.tp_allgather(1, label="state")
+    for i in range(20):
+        dist.tp_allgather(i, label="warmup")
+    dist.barrier()
+
+
+def test_a_deadlock_is_reported_the_same_on_every_schedule():
+    # The stuck set forms when rank 1 blocks; ranks 2 and 3 join it later. The report waits
+    # for them, so no schedule reports a smaller set.
+    reports = {str(report(_stuck_in_stages, seed=seed)) for seed in range(12)}
+    assert len(reports) == 1, reports
+    err = report(_stuck_in_stages)
+    assert isinstance(err, trtsim.CollectiveDeadlock) and err.ranks == (0, 1, 2, 3)
+    assert set(err.calls) == {1, 2, 3}
+
+
 def test_p2p_tag_mismatch():
     err = report(programs.p2p_tag_mismatch)
     assert isinstance(err, trtsim.CollectiveDeadlock)

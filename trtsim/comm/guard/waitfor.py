@@ -92,7 +92,8 @@ def deadlock_error(states: dict[int, RankState],
         details.append(f"{rank_name(calls[r])} waits in {calls[r].short()} for {who}")
     involved = set(stuck) | {w for ws in stuck.values() for w in ws}
     # Only the finished ranks the stuck set waits for: which others have finished yet depends
-    # on the schedule (a stuck set is reported as soon as it forms), not on the deadlock.
+    # on the schedule (a stuck set is reported while unrelated ranks may still run), not on
+    # the deadlock.
     finished = sorted(r for r in involved if states[r].status == DONE)
     if finished:
         details.append("finished: " + ", ".join(states[r].label for r in finished))

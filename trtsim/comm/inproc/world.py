@@ -3,7 +3,7 @@ kernel and two resources (the collective rendezvous, the p2p mailbox).
 
 The world owns what the run observes (clocks, the call trace, the lockstep tracker, each
 rank's iteration) and turns the kernel's state into reports: a deadlock is exact here, since
-no rank can run; the wait-for analysis explains it.
+the wait graph sees every block and finish; the wait-for analysis explains it.
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ from .mailbox import Mailbox
 from .rendezvous import Rendezvous
 from .transport import InprocTransport
 from .watchdog import DeadlineExpired, Watchdog
+
+
+# Switches the other ranks may still make between a stuck set forming and its report.
+SETTLE_SWITCHES = 1024
 
 
 def _ignore(rec: CallRecord) -> None:
@@ -59,6 +63,7 @@ class InprocWorld:
         self.progress = progress
         self._last_progress = time.monotonic()
         self._stopped: dict[int, str] = {}   # rank -> where the deadline found it, outside
+        self._stuck_at: int | None = None     # the switch at which a stuck set formed
 
     # -- observation hooks ---------------------------------------------------------------
     def _on_p2p(self, rec: CallRecord) -> None:
@@ -97,7 +102,7 @@ class InprocWorld:
                 raise                        # Ctrl-C ends the launch; it is no rank's failure
             except DeadlineExpired as exc:   # stopped outside the communicator: blocked there
                 self._stopped[r] = where_stopped(exc)
-                kernel.report(self._timeout_error())
+                self._at_deadline()
                 return
             except BaseException as exc:  # a rank's failure is a report, not a crash
                 self._fail(r, exc)
@@ -111,7 +116,7 @@ class InprocWorld:
                 kernel.run([lambda r=r: rank_main(r) for r in range(len(dists))],
                            self._check_clock, self._idle)
             except DeadlineExpired:
-                kernel.report(self._timeout_error())
+                self._at_deadline()
         error = kernel.error
         if self.policy.divergence_fails and self.tracker.divergences:
             # Under the lockstep assumption the earliest divergence is the root cause, even
@@ -121,15 +126,18 @@ class InprocWorld:
                              self.tracker.notes() if self.tracker else [],
                              trace=self.trace or [], clocks=[c.events for c in self.clocks])
 
-    # A stuck set does not depend on the ranks still running, so it is reported the moment it
-    # forms (the wait graph says when), not when the others end.
+    # The wait graph notices a stuck set the moment it forms, whatever the other ranks do.
+    # The report waits until they have run on -- until no rank can run, or SETTLE_SWITCHES
+    # more switches -- so that the ranks about to join the set have joined it, and the report
+    # does not depend on the schedule; a rank that spins, or a long tail of unrelated work,
+    # delays it by no more than that.
     def _on_block(self, r: int) -> None:
-        if self.waits.stuck_after_block(r):
-            self._check_deadlock()
+        if self._stuck_at is None and self.waits.stuck_after_block(r):
+            self._stuck_at = self.kernel.steps
 
     def _on_finish(self, r: int) -> None:
-        if self.waits.stuck_after_finish(r):
-            self._check_deadlock()
+        if self._stuck_at is None and self.waits.stuck_after_finish(r):
+            self._stuck_at = self.kernel.steps
 
     def _check_deadlock(self) -> None:
         states = self.snapshot()
@@ -139,13 +147,22 @@ class InprocWorld:
 
     def _check_clock(self) -> None:
         now = time.monotonic()
-        if now > self.kernel.deadline:
-            self.kernel.report(self._timeout_error())
+        if self._stuck_at is not None and self.kernel.steps - self._stuck_at >= SETTLE_SWITCHES:
+            self._check_deadlock()
+        elif now > self.kernel.deadline:
+            self._at_deadline()
         elif self.progress is not None and now - self._last_progress >= 1.0:
             self._last_progress = now
             self.progress(f"iteration {max(self.iterations.values())}, "
                           f"{len(self.kernel.finished)}/{len(self.places)} ranks done, "
                           f"{self.kernel.steps} switches")
+
+    def _at_deadline(self) -> None:
+        """The deadline passed: a stuck set found before it is the report, else the timeout
+        (the kernel keeps the first report)."""
+        if self._stuck_at is not None:
+            self._check_deadlock()
+        self.kernel.report(self._timeout_error())
 
     def _idle(self) -> None:
         states = self.snapshot()

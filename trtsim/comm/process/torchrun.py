@@ -208,6 +208,14 @@ def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
             monitor.stop()
         if logger is not None:
             logger.close(status, *failure)
+        if status != DONE:
+            # A failing rank leaves with its communicators shut down: left to the
+            # interpreter's exit, gloo's threads can still be running as it ends (SIGABRT,
+            # "terminate called without an active exception").
+            try:
+                tdist.destroy_process_group()
+            except Exception:  # noqa: BLE001 - leaving anyway; the program's error is the report
+                pass
     census = [{} for _ in range(world)]
     census[rank] = dict(dist.census)
     tdist.destroy_process_group()
