@@ -144,6 +144,8 @@ class InprocWorld:
         stuck = find_deadlock(states)
         if stuck:
             self.kernel.report(deadlock_error(states, stuck))
+        else:                # never, if the graph and the analysis agree (tests/test_waitgraph.py)
+            self._stuck_at = None
 
     def _check_clock(self) -> None:
         now = time.monotonic()
