@@ -1,6 +1,7 @@
 """trtsim's own call logs (``launch(..., log_dir=...)``) from real gloo runs: written on exit,
 on SIGTERM and on timeout, read post mortem into the live guard's own report, replayed."""
 
+import itertools
 import json
 import os
 import subprocess
@@ -116,7 +117,10 @@ def test_a_torchrun_job_leaves_logs_that_give_its_report(tmp_path):
                           "--nproc-per-node", "2", str(job), str(tmp_path / "logs")],
                          capture_output=True, text=True, timeout=200, cwd=ROOT)
     assert out.returncode != 0
-    printed = out.stderr[out.stderr.index("CollectiveDeadlock"):].split("\n[rank")[0].rstrip()
+    # The report: its first line and the indented ones after it (torchrun's own log lines
+    # and the ranks' tracebacks may follow in any order).
+    lines = out.stderr[out.stderr.index("CollectiveDeadlock"):].splitlines()
+    printed = "\n".join([lines[0], *itertools.takewhile(lambda l: l.startswith("  "), lines[1:])])
     found = analyze(load_job([str(tmp_path / "logs")]))
     assert str(found.error) == printed
 
