@@ -338,18 +338,21 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the rank's failure
             raise TypeError(f"the rank program's result cannot travel back to the launcher: "
                             f"{type(exc).__name__}: {exc}") from exc
-        queue.put(("ok", rank, blob, dict(dist.census), transport.log, transport.clock.events))
         status = DONE
+        # The log is written before the launcher hears of the end: what it hears can end the
+        # launch, and its teardown this process.
+        logger = _close_log(logger, status)
+        queue.put(("ok", rank, blob, dict(dist.census), transport.log, transport.clock.events))
     except (Aborted, Reported):
         pass
     except BaseException as exc:  # noqa: BLE001 - reported to the launcher as RankFailed
         tb = program_traceback(exc)
         failure = (f"{type(exc).__name__}: {exc}", tb)
+        logger = _close_log(logger, FAILED, *failure)
         queue.put(("failed", rank, *failure, is_peer_loss(exc)))
     finally:
         ledger.set_status(rank, status)
-        if logger is not None:
-            logger.close(status, *failure)
+        _close_log(logger, status, *failure)
         queue.close()
         queue.join_thread()
         # Stay until the launcher ends the launch: a rank that left would break its peers'
@@ -359,6 +362,13 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         ledger.shm.close()
         # Skip interpreter teardown: destroying communicators whose peers are gone can hang.
         os._exit(0)
+
+
+def _close_log(logger, status: str, *failure: str) -> None:
+    """Write the rank's call log for the last time, if it keeps one; None: it is closed."""
+    if logger is not None:
+        logger.close(status, *failure)
+    return None
 
 
 def failed_report(rank: int, places: list[RankPlace], message: str, tb: str) -> RankFailed:
