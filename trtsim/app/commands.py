@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+from .interrupt import InterruptLatch
 from .output import BadInput, document, result_document, write_json
 from .progress import Progress
 
@@ -47,7 +48,7 @@ def cmd_run(args) -> int:
         raise BadInput(f"--census-rows: {scenario.source} is a perf scenario, which keeps no "
                        "per-rank census (--census prints the control plane it priced)")
     _single_threaded_torch()
-    with Progress("run") as progress:
+    with InterruptLatch() as latch, Progress("run", check=latch.check) as progress:
         result = run_any(scenario, progress=progress, backend=args.backend)
     print(result.summary())
     if args.census:
@@ -74,7 +75,7 @@ def cmd_compare(args) -> int:
     # Both scenarios are read and checked before either runs: bad input fails at once.
     a = load_any(args.a, parse_sets(args.set_a, "--set-a"))
     b = load_any(args.b if args.b is not None else args.a, parse_sets(args.set_b, "--set-b"))
-    with Progress("compare", total=2) as progress:
+    with InterruptLatch() as latch, Progress("compare", total=2, check=latch.check) as progress:
         before = run_any(a, progress=progress)
         progress.update(1, "before done")
         after = run_any(b, progress=progress)
@@ -92,7 +93,8 @@ def cmd_compare(args) -> int:
 def cmd_explore(args) -> int:
     from .explore import explore
     _single_threaded_torch()
-    with Progress("explore", total=args.examples) as progress:
+    with InterruptLatch() as latch, \
+            Progress("explore", total=args.examples, check=latch.check) as progress:
         result = explore(args.scenario, examples=args.examples, seed=args.seed,
                          vary=tuple(args.vary or ("topology",)), overrides=parse_sets(args.set),
                          out_dir=args.out, progress=progress)

@@ -24,8 +24,9 @@ class Progress:
     """One command's progress. ``total`` None: a count without an end (notes only)."""
 
     def __init__(self, what: str, total: int | None = None, stream=None,
-                 tty: bool | None = None, every_s: float = 1.0):
-        self.what, self.total, self.every_s = what, total, every_s
+                 tty: bool | None = None, every_s: float = 1.0, check=None):
+        # check: called at every update, between steps (``InterruptLatch.check``)
+        self.what, self.total, self.every_s, self.check = what, total, every_s, check
         self.stream = stream if stream is not None else sys.stderr
         is_tty = self.stream.isatty() if tty is None else tty
         bar = _tqdm() if is_tty else None
@@ -39,6 +40,8 @@ class Progress:
 
     def update(self, done: int, note: str = "") -> None:
         """``done`` of ``total`` finished; ``note`` says what is happening now."""
+        if self.check is not None:
+            self.check()
         if self._bar is not None:
             self._bar.update(done - self._done)
             if note:
