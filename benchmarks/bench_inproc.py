@@ -1,9 +1,10 @@
 """Guarded collectives per second on the inproc backend (DESIGN 6: >= 20,000/s on one core).
 
 Every rank of a tp x pp layout runs iterations of a small tp_allgather and pp_allgather
-(labelled, with set_iteration each iteration), under guard strict, lockstep and off. Two
+(labelled, with set_iteration each iteration), under guard strict, lockstep and off. Three
 rates: rank calls/s (each rank's entry into a collective, each one recorded and checked by
-the guard) and group collectives/s (completed collectives, each pairing all members).
+the guard), group collectives/s (completed collectives, each pairing all members), and rank
+calls per second of the process's CPU time (steadier than wall time on a shared machine).
 
     python benchmarks/bench_inproc.py [--iterations N] [--repeat R]
 """
@@ -27,16 +28,17 @@ def prog(dist, iterations):
 
 
 def measure(tp, pp, guard, iterations, repeat):
-    times = []
+    times, cpu = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         trtsim.launch(prog, tp=tp, pp=pp, args=(iterations,), guard=guard, timeout=600)
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     dt = statistics.median(times)
     world = tp * pp
     rank_calls = 2 * iterations * world
     group_calls = iterations * (pp + tp)   # pp TP groups and tp PP groups per iteration
-    return rank_calls / dt, group_calls / dt
+    return rank_calls / dt, group_calls / dt, rank_calls / statistics.median(cpu)
 
 
 def main():
@@ -48,12 +50,15 @@ def main():
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})   # one core
     __import__("torch").set_num_threads(1)    # no OpenMP workers spinning on that one core
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, python "
-          f"{platform.python_version()}, torch {__import__('torch').__version__}, one core")
-    print(f"{'ranks':>5} {'layout':>8} {'guard':>8} {'rank calls/s':>13} {'group coll/s':>13}")
+          f"{platform.python_version()}, torch {__import__('torch').__version__}, one core, "
+          f"load {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print(f"{'ranks':>5} {'layout':>8} {'guard':>8} {'rank calls/s':>13} {'group coll/s':>13} "
+          f"{'per cpu s':>10}")
     for tp, pp in ((4, 2), (8, 2)):
         for guard in ("strict", "lockstep", "off"):
-            rc, gc = measure(tp, pp, guard, args.iterations, args.repeat)
-            print(f"{tp * pp:>5} {f'tp{tp}pp{pp}':>8} {guard:>8} {rc:>13,.0f} {gc:>13,.0f}")
+            rc, gc, per_cpu = measure(tp, pp, guard, args.iterations, args.repeat)
+            print(f"{tp * pp:>5} {f'tp{tp}pp{pp}':>8} {guard:>8} {rc:>13,.0f} {gc:>13,.0f} "
+                  f"{per_cpu:>10,.0f}", flush=True)
 
 
 if __name__ == "__main__":

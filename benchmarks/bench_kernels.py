@@ -31,6 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trtsim import kernels as K  # noqa: E402
 
+REQUIRES_GPU = True  # `trtsim bench` reads this line, not the module: no CUDA GPU, exit 2
+
 VOCAB = 129_280
 HIDDEN = 7168
 L2_BYTES = 60 << 20

@@ -17,6 +17,8 @@ import torch
 
 from trtsim.spec import GenerationStep, SpecConfig
 
+REQUIRES_GPU = True  # `trtsim bench` reads this line, not the module: no CUDA GPU, exit 2
+
 
 def measure(bypass: bool, batch: int, k: int, steps: int, hidden: int, vocab: int) -> dict:
     cfg = SpecConfig(max_draft_len=k, acceptance=0.7, vocab_size=vocab, hidden_size=hidden,

@@ -142,3 +142,13 @@ def legal_dist(dist):
     h.wait()
     dist.barrier()
     return out
+
+
+# -- across APIs: half the ranks in a torch collective, half in an MPI one ---------------------
+def torch_against_mpi():
+    from mpi4py import MPI
+    tdist.init_process_group("gloo")
+    if tdist.get_rank() < 2:
+        tdist.all_reduce(torch.ones(1))
+    else:
+        MPI.COMM_WORLD.Barrier()

@@ -3,21 +3,29 @@ session: each run's folder of logs, and the live guard's report of the run besid
 
 from __future__ import annotations
 
+import glob
 import os
 import pickle
+import threading
 import time
 
 import trtsim
 from tests import postmortem_shapes, programs
 
 
-def raising_late(dist):
-    """Rank 1 raises once the other TP pair had time to finish: rank 0 is left blocked in
-    its second gather, ranks 2 and 3 are done (the launcher reports a failure at once, so
-    without the wait the teardown could catch them mid-call)."""
+def raising_late(dist, log_dir: str):
+    """Rank 1 raises once the other TP pair has finished (their call logs, written as they
+    leave, are there): rank 0 is left blocked in its second gather, ranks 2 and 3 are done
+    (the launcher reports a failure at once, so without the wait the teardown could catch
+    them mid-call)."""
     dist.tp_allgather(0, label="a")
     if dist.rank == 1:
-        time.sleep(1.5)
+        # one launch per folder here: each log's name ends in its rank
+        def written(r: int) -> bool:
+            return bool(glob.glob(os.path.join(log_dir, f"trtsim_calls_*rank{r}.json")))
+        tick, deadline = threading.Event(), time.monotonic() + 60     # a hang guard only
+        while not (written(2) and written(3)) and time.monotonic() < deadline:
+            tick.wait(0.02)
         raise RuntimeError("boom on rank 1")
     dist.tp_allgather(1, label="b")
 
@@ -65,9 +73,11 @@ def suite_logs(root: str) -> str:
         if not os.path.exists(done):
             for run, (program, kw) in RUNS.items():
                 err = None
+                log_dir = os.path.join(root, run)
+                if program is raising_late:
+                    kw = dict(kw, args=(log_dir,))
                 try:
-                    trtsim.launch(program, backend="gloo", timeout=30,
-                                  log_dir=os.path.join(root, run), **kw)
+                    trtsim.launch(program, backend="gloo", timeout=30, log_dir=log_dir, **kw)
                 except trtsim.CollectiveError as exc:
                     err = exc
                 with open(live_path(root, run), "wb") as f:

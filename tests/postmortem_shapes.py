@@ -2,9 +2,9 @@
 PyTorch Flight Recorder dumps of them from hung gloo runs (DESIGN 8).
 
 Each program knows nothing of trtsim. ``make_dumps`` starts one process per rank (env://
-rendezvous, ``TORCH_FR_BUFFER_SIZE`` set), runs the program and, a moment after it starts,
-dumps every rank's ring buffer from a timer thread while the hung ranks are still blocked in
-gloo: the pickle to ``<prefix><rank>`` (the name PyTorch's writer uses) and the JSON form to
+rendezvous, ``TORCH_FR_BUFFER_SIZE`` set), runs the program and, once the rank's recorder
+shows where the hang leaves it (``FINAL``), dumps its ring buffer from a watcher thread while
+the hung ranks are still blocked in gloo: the pickle to ``<prefix><rank>`` (the name PyTorch's writer uses) and the JSON form to
 ``<prefix><rank>.json``. Then every rank exits. The same programs run under
 ``trtsim.launch(..., intercept=("torch",))`` give the live guard's report to compare with.
 
@@ -116,6 +116,12 @@ def p2p_tag_mismatch():
 
 SHAPES = {"skip_pair": 2, "op_mismatch": 2, "root_mismatch": 2, "cross_group_cycle": 3,
           "early_exit": 2, "p2p_tag_mismatch": 2}
+# Where each rank of a shape ends: (entries it recorded, entries still in flight). A rank dumps
+# once its recorder shows that state, so a dump holds the hang, whatever the machine's load
+# (gloo retires entries from its own thread, a moment after the call returns).
+FINAL = {"skip_pair": ((5, 1), (4, 0)), "op_mismatch": ((2, 1), (2, 1)),
+         "root_mismatch": ((2, 1), (2, 1)), "cross_group_cycle": ((4, 1),) * 3,
+         "early_exit": ((2, 1), (1, 0)), "p2p_tag_mismatch": ((1, 0), (1, 0))}
 
 
 # -- the rank side of a dump run -----------------------------------------------------------
@@ -129,22 +135,41 @@ def _dump_and_exit(prefix: str, rank: int, world: int) -> None:
         with open(path + ".tmp", "wb") as f:
             f.write(data)
         os.replace(path + ".tmp", path)
-    stop = time.monotonic() + 30
-    while time.monotonic() < stop and not all(
-            os.path.exists(f"{prefix}{r}.json") for r in range(world)):
-        time.sleep(0.05)
+    _wait_for(lambda: all(os.path.exists(f"{prefix}{r}.json") for r in range(world)))
     os._exit(0)
+
+
+def _wait_for(condition, guard_s: float = 60.0) -> None:
+    """Until ``condition()`` holds (re-checked every 20 ms; ``guard_s`` only ends a hang)."""
+    tick = threading.Event()
+    deadline = time.monotonic() + guard_s
+    while not condition() and time.monotonic() < deadline:
+        tick.wait(0.02)
+
+
+def _recorded() -> tuple[int, int]:
+    """(entries this rank's recorder made, entries still in flight)."""
+    import pickle
+    entries = pickle.loads(torch._C._distributed_c10d._dump_fr_trace(True, False, False)).get(
+        "entries", [])
+    return (entries[-1]["record_id"] + 1 if entries else 0,
+            sum(not e["retired"] for e in entries))
+
+
+def _watch(shape: str, prefix: str, rank: int, world: int) -> None:
+    """Dump once the recorder shows where ``shape`` leaves this rank (``FINAL``)."""
+    _wait_for(lambda: _recorded() == FINAL[shape][rank])
+    _dump_and_exit(prefix, rank, world)
 
 
 def _rank_main() -> None:
     rank, shape = int(os.environ["RANK"]), os.environ["SHAPE"]
     world = int(os.environ["WORLD_SIZE"])
-    prefix, delay = os.environ["TORCH_FR_DUMP_TEMP_FILE"], float(os.environ["DUMP_DELAY"])
+    prefix = os.environ["TORCH_FR_DUMP_TEMP_FILE"]
     # init_process_group waits for every rank: the programs start together (an explicit
     # barrier would be one more entry in every dump)
     tdist.init_process_group("gloo", timeout=timedelta(seconds=60))
-    threading.Thread(target=lambda: (time.sleep(delay), _dump_and_exit(prefix, rank, world)),
-                     daemon=True).start()
+    threading.Thread(target=_watch, args=(shape, prefix, rank, world), daemon=True).start()
     try:
         globals()[shape]()
     except RuntimeError:                   # a peer left after dumping: gloo says so here
@@ -159,8 +184,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def make_dumps(shape: str, out_dir: str, delay: float = 2.0, timeout: float = 90.0,
-               buffer: int = 2000) -> list[str]:
+def make_dumps(shape: str, out_dir: str, timeout: float = 240.0, buffer: int = 2000
+               ) -> list[str]:
     """Run ``shape`` on gloo, one process per rank, and dump every rank's Flight Recorder
     (a ring of ``buffer`` entries) while the job hangs; returns the dump files (pickle, then
     JSON, per rank)."""
@@ -170,7 +195,7 @@ def make_dumps(shape: str, out_dir: str, delay: float = 2.0, timeout: float = 90
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
                WORLD_SIZE=str(n), TORCH_FR_BUFFER_SIZE=str(buffer), TORCH_FR_DUMP_TEMP_FILE=prefix,
-               SHAPE=shape, DUMP_DELAY=str(delay), OMP_NUM_THREADS="1",
+               SHAPE=shape, OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     procs = [subprocess.Popen([sys.executable, "-m", "tests.postmortem_shapes"],
                               env=dict(env, RANK=str(r), LOCAL_RANK=str(r)), cwd=root,
@@ -208,7 +233,7 @@ def suite_dumps(root: str) -> str:
     with FileLock(os.path.join(root, ".lock")):
         done = os.path.join(root, ".done")
         if not os.path.exists(done):
-            with ThreadPoolExecutor(len(RUNS)) as pool:
+            with ThreadPoolExecutor(3) as pool:     # 2-3 processes each, on a small machine
                 jobs = [pool.submit(make_dumps, shape, os.path.join(root, run), buffer=buffer)
                         for run, (shape, buffer) in RUNS.items()]
                 for job in jobs:

@@ -14,7 +14,7 @@ ROOT = pathlib.Path(trtsim.__file__).parent
 # Wing -> the wings it may import (besides itself). Read top to bottom: faces, composition
 # roots, the runtime model, communication, layout. perf is a pure cost model beside them;
 # postmortem reads a hang's files with the guard's rules (comm), and a replay is a scenario.
-BASE = {"checks"}
+BASE = {"checks", "safe_write"}     # the limits and the one safe writer: leaves
 LAYOUT = BASE | {"layout"}
 PERF = LAYOUT | {"perf"}
 TIMELINE = LAYOUT | {"timeline"}
@@ -29,11 +29,14 @@ RUNTIME = EXECUTOR | SPEC
 POSTMORTEM = COMM | {"postmortem"}
 SCENARIO = RUNTIME | PERF | POSTMORTEM | {"scenario"}
 ROOTS = SCENARIO | {"jobs", "launching"}
+STRATEGIES = DISAGG | {"strategies"}          # the public hypothesis strategies
 ALLOWED = {
-    "checks": BASE, "layout": LAYOUT, "perf": PERF, "timeline": TIMELINE, "comm": COMM,
+    "checks": BASE, "safe_write": BASE, "layout": LAYOUT, "perf": PERF, "timeline": TIMELINE, "comm": COMM,
     "state": STATE, "kernels": KERNELS, "model": MODEL, "spec": SPEC, "disagg": DISAGG,
     "executor": EXECUTOR, "postmortem": POSTMORTEM, "scenario": SCENARIO,
-    "launching": ROOTS - {"jobs"}, "jobs": ROOTS, "app": ROOTS | {"app"},
+    "launching": ROOTS - {"jobs"}, "jobs": ROOTS, "strategies": STRATEGIES,
+    "app": ROOTS | STRATEGIES | {"app"},
+    "mpi": ROOTS | {"mpi"},              # python -m trtsim.mpi: the mpirun job's face
 }
 
 

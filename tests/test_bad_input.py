@@ -3,7 +3,6 @@ file, the field and the value; ``launch`` raises ValueError naming its argument.
 of the audit, then each family as a property (hypothesis draws its members)."""
 
 import math
-import time
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -201,19 +200,18 @@ def test_launch_refuses_its_bad_arguments(kwargs, match):
         trtsim.launch(prog, **kwargs)
 
 
+@pytest.mark.timeout(60)                 # a hang guard: the refusal comes before any rank
 def test_a_launch_past_the_rank_limit_is_refused_at_once():
-    t0 = time.monotonic()
     with pytest.raises(ValueError, match=f"tp_size=1000000: .* limit of {MAX_RANKS:,} ranks"):
         trtsim.launch(_prog, tp=10 ** 6)
-    assert time.monotonic() - t0 < 0.5
 
 
+@pytest.mark.timeout(120)                # a hang guard; what bounds the work is the sharing
 def test_layout_tables_share_each_group():
     from trtsim.layout.places import InstanceLayout, rank_places
     spec = trtsim.InstanceSpec(tp_size=MAX_RANKS // 4, pp_size=4)
-    t0 = time.monotonic()
     places = rank_places([InstanceLayout("", "", spec)])
-    assert time.monotonic() - t0 < 5.0
+    assert len(places) == MAX_RANKS
     world = {id(p.groups()["world"]) for p in places}
     tp = {id(p.groups()["tp"]) for p in places}
     assert len(world) == 1 and len(tp) == 4       # one tuple per group, shared by its members

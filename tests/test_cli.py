@@ -33,6 +33,7 @@ def test_functional_run_statuses():
     bad_input(cli("run", "no_such_scenario"), "no_such_scenario", "no such scenario file")
 
 
+@pytest.mark.timeout(600)        # a hang guard: five perf runs, on a machine others load too
 def test_perf_run_statuses():
     out = cli("run", "incident_sticky_skip", "--census")
     assert out.returncode == 0 and "8 ranks  sync" in out.stdout

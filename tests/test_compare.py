@@ -31,7 +31,7 @@ def test_bands_pair_like_prices_and_show_in_the_table():
     lo, hi = band["delta_pct"]["tput"]
     assert lo == pytest.approx(100 * 1 / 120) and hi == pytest.approx(25.0)
     table = c.table()
-    assert "[+0.8%, +25.0%]" in table and "p10 and p90" in table
+    assert "[+0.8%, +25.0%]" in table and "low and high end" in table
     assert c.to_dict()["band"]["delta_pct"]["tput"] == [pytest.approx(lo), pytest.approx(hi)]
     assert Comparison({"tput": 1.0}, {"tput": 2.0}).band == {}
 
@@ -47,14 +47,16 @@ def test_compare_functional_scenarios_with_two_override_sets():
 def test_cli_compare_json(tmp_path):
     out_json = tmp_path / "cmp.json"
     cmd = [sys.executable, "-m", "trtsim", "compare", "scenarios/incident_sticky_skip.yaml",
-           "--set-a", "benchmark.multi_round=1", "--set-b", "benchmark.multi_round=1",
            "--set-b", "transceiver.sticky_skip=guarded", "--json", str(out_json)]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "Before" in out.stdout and "output_throughput" in out.stdout
     data = json.loads(out_json.read_text())
     assert set(data) == {"schema", "schema_version", "trtsim_version", "before", "after",
-                         "delta_pct", "band"}
+                         "delta_pct", "band", "step_terms"}
+    gen = next(t for t in data["step_terms"] if t["role"] == "gen")
+    assert gen["terms_s"]["wait removed"] > gen["terms_s"]["latency removed"] > 0
+    assert "wait removed" in out.stdout
     assert data["schema"] == "trtsim/compare"
     assert data["delta_pct"]["output_throughput"] > 0
     lo, hi = data["band"]["delta_pct"]["output_throughput"]

@@ -1,6 +1,7 @@
 """Exploration: find the asymmetric collective without being told where, shrink it to the
 smallest layout, write a scenario that replays to the same report."""
 
+import os
 import subprocess
 import sys
 
@@ -80,3 +81,34 @@ def test_strategies_drive_a_users_own_test(tid, requests, seed):
     res = run("scenarios/kv_transfer.yaml",
               overrides={"topology": tid, "workload.requests": requests, "seed": seed})
     assert res.verdict == "ok" and res.kv_verified is True
+
+
+def test_a_reproduction_is_searched_for_its_bug_not_for_a_failure_to_reproduce():
+    """sticky_skip_pp_deadlock expects a mismatch: explore hunts the variants that show it."""
+    bug = explore("sticky_skip_pp_deadlock", examples=47, seed=0)
+    assert bug.found and bug.hunt == "bug" and bug.result.verdict == "mismatch"
+    assert bug.scenario == {"topology": "tp4_pp2_dp_both"}    # an idle DP rank needs tp 4
+    assert bug.result.holds and "hunting the bug" in bug.summary()
+    missed = explore("sticky_skip_pp_deadlock", examples=5, seed=0, hunt="unexpected")
+    assert missed.found and missed.result.verdict == "ok"     # where it does not reproduce
+
+
+def test_the_hunt_is_in_the_help():
+    out = subprocess.run([sys.executable, "-m", "trtsim", "explore", "--help"],
+                         capture_output=True, text=True, timeout=60)
+    text = " ".join(out.stdout.split())
+    assert "--hunt {bug,unexpected}" in text and "reproduces an incident" in text
+
+
+def test_the_command_keeps_hypothesis_files_in_the_users_cache(tmp_path):
+    cwd, cache = tmp_path / "work", tmp_path / "cache"
+    cwd.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    # A search long enough that hypothesis stores what it read from the code (its constants).
+    out = subprocess.run([sys.executable, "-m", "trtsim", "explore", "kv_transfer", "--vary",
+                          "topology", "--vary", "workload.requests", "--examples", "50",
+                          "--set", "transceiver.sticky_skip=unguarded", "--set", "guard=lockstep"],
+                         cwd=cwd, timeout=300, capture_output=True, text=True,
+                         env=dict(env, XDG_CACHE_HOME=str(cache)))
+    assert out.returncode == 1, out.stderr
+    assert list(cwd.iterdir()) == [] and list((cache / "trtsim" / "hypothesis").iterdir())

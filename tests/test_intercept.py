@@ -2,8 +2,6 @@
 program of tests/intercept_programs.py, written three ways, gives the expected verdict on the
 inproc and the gloo backend."""
 
-import time
-
 import pytest
 
 import trtsim
@@ -43,15 +41,14 @@ def test_a_zero_token_dp_step_is_reported_at_the_first_divergent_call(way, backe
 @pytest.mark.parametrize("way", sorted(WARMUP))
 def test_a_skip_across_two_communicators_is_a_deadlock_naming_both(way, backend):
     prog, intercept = WARMUP[way]
-    t0 = time.monotonic()
-    with pytest.raises(trtsim.CollectiveDeadlock) as info:
+    with pytest.raises(trtsim.CollectiveError) as info:
         launch(prog, intercept, backend, pp2=True)
-    wall = time.monotonic() - t0
     err = info.value
+    # The wait-for graph found it: the launch's 60 s timeout would be a CollectiveTimeout.
+    assert type(err) is trtsim.CollectiveDeadlock, str(err)
     assert "cross-group wait cycle" in err.explanation, str(err)
     kinds = {r.group_kind for r in err.calls.values()}
     assert kinds == {"tp", "world"}, str(err)        # the TP communicators and the world's
-    assert wall < (2 if backend == "inproc" else 20)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -80,9 +77,10 @@ def test_unsupported_calls_say_what_they_are():
         from mpi4py import MPI
         MPI.Win()
 
-    def device_mesh():
+    def split():
         import torch.distributed as tdist
-        tdist.init_device_mesh("cpu", (2,))
+        tdist.init_process_group("gloo")
+        tdist.split_group(split_ranks=[[0], [1]])
 
     def any_source():
         import torch
@@ -91,7 +89,7 @@ def test_unsupported_calls_say_what_they_are():
         tdist.recv(torch.zeros(1))
 
     for prog, intercept, phrase in [(one_sided, ("mpi",), "MPI.Win (one-sided communication)"),
-                                    (device_mesh, ("torch",), "init_device_mesh is not covered"),
+                                    (split, ("torch",), "split_group is not covered"),
                                     (any_source, ("torch",), "from any source")]:
         with pytest.raises(trtsim.RankFailed, match="NotImplementedError") as info:
             launch(prog, intercept, "inproc")

@@ -9,7 +9,8 @@ from dataclasses import replace
 from hypothesis import given, strategies as st
 
 import trtsim
-from trtsim.comm.process.ledger import Ledger, RecordCodec, match_hash
+from trtsim.comm.process.ledger import Ledger
+from trtsim.comm.process.record_codec import RecordCodec, match_hash
 
 
 def _record(seq: int) -> trtsim.CallRecord:

@@ -64,7 +64,7 @@ def test_logs_say_where_each_rank_was(runs):
 
 
 _SIGNALLED = textwrap.dedent("""
-    import os, signal, sys, time
+    import json, os, signal, sys, time
     sys.path.insert(0, {root!r})
     from trtsim.comm.launcher import LaunchConfig
     from trtsim.comm.process import call_log
@@ -75,10 +75,18 @@ _SIGNALLED = textwrap.dedent("""
     logger = call_log.start(LaunchConfig("gloo", timeout=0.3, log_dir={out!r}), 0, places)
     logger.posted(CallRecord("allgather", 1, "x", 0, "a.py:1 in f", "object", 0, 0, "", "tp",
                              (0, 1)))
-    time.sleep(1.0)                     # the launch's timeout passes: the log is written
+    def written_on():
+        try:
+            with open(logger.path) as f:
+                return json.load(f)["written_on"]
+        except (OSError, ValueError):   # not yet there, or half-renamed
+            return None
+    while written_on() != "timeout":    # the launch's timeout passes: the log is written
+        time.sleep(0.01)                # (the test's subprocess timeout is the hang guard)
     print(open(logger.path).read(), flush=True)
     os.kill(os.getpid(), signal.SIGTERM)
-    time.sleep(5)
+    while True:                         # the handler writes the log and ends the rank
+        signal.pause()
 """)
 
 
@@ -90,7 +98,8 @@ def test_a_rank_writes_its_log_on_timeout_and_on_sigterm(tmp_path):
     assert out.returncode == -15, out.stderr            # SIGTERM still ends the rank
     at_timeout = json.loads(out.stdout)
     assert (at_timeout["written_on"], at_timeout["status"]) == ("timeout", "blocked")
-    final = json.loads((tmp_path / "logs" / "trtsim_calls_rank0.json").read_text())
+    [log] = (tmp_path / "logs").glob("trtsim_calls_*rank0.json")
+    final = json.loads(log.read_text())
     assert final["written_on"] == "signal" and final["calls"][0][:2] == ["allgather", 1]
 
 

@@ -61,7 +61,13 @@ def test_the_replay_file_runs_to_exit_1_and_the_same_report(dumps, capsys, tmp_p
     code, replayed, _ = run(capsys, "run", replay, "--json", doc)
     assert code == 1
     assert replayed.splitlines()[1].endswith("(the recorded report, reproduced)")
-    assert replayed.rstrip().endswith(report)
+    # the same report; where the files say who fell behind, analyze's likely line says more
+    # than the guard's (test_postmortem_skips)
+    lines = report.splitlines()
+    ended = replayed.rstrip().splitlines()[-len(lines):]
+    assert [line for line in ended if not line.startswith("  likely: ")] == \
+        [line for line in lines if not line.startswith("  likely: ")]
+    assert (ended == lines) == (shape == "cross_group_cycle")
     body = json.loads(doc.read_text())
     check(body, optional=("census_rows",))
     assert body["schema"] == "trtsim/replay" and body["reproduced"] and not body["holds"]

@@ -39,6 +39,13 @@ def job_copy(dumps, tmp_path, run="early_exit", json_too=False):
     return out
 
 
+def log_of(folder, rank: int):
+    """Rank ``rank``'s call log in ``folder`` (its name carries the launch's id)."""
+    import pathlib
+    [path] = pathlib.Path(folder).glob(f"trtsim_calls_*rank{rank}.json")
+    return path
+
+
 def refused(paths) -> str:
     with pytest.raises(BadDump) as info:
         load_job([str(p) for p in paths])
@@ -112,7 +119,7 @@ def test_files_being_written_are_not_read(runs, tmp_path):
 
 def test_call_logs_and_dumps_do_not_mix(dumps, runs, tmp_path):
     folder = job_copy(dumps, tmp_path)
-    shutil.copy(os.path.join(runs, "early_exit", "trtsim_calls_rank0.json"), folder)
+    shutil.copy(log_of(os.path.join(runs, "early_exit"), 0), folder)
     assert "mixed" in refused([folder])
 
 
@@ -128,7 +135,7 @@ def test_call_logs_and_dumps_do_not_mix(dumps, runs, tmp_path):
 def test_a_call_log_that_is_not_one_is_refused(runs, tmp_path, change, why):
     folder = tmp_path / "logs"
     shutil.copytree(os.path.join(runs, "early_exit"), folder)
-    path = folder / "trtsim_calls_rank0.json"
+    path = log_of(folder, 0)
     doc = json.loads(path.read_text())
     change(doc)
     path.write_text(json.dumps(doc))
@@ -211,7 +218,7 @@ def test_a_damaged_call_log_is_read_or_refused_never_a_crash(runs, tmp_path, pic
     folder = tmp_path / "fuzz"
     shutil.rmtree(folder, ignore_errors=True)
     shutil.copytree(os.path.join(runs, "p2p_tag_mismatch"), folder)
-    path = folder / "trtsim_calls_rank1.json"
+    path = log_of(folder, 1)
     doc = json.loads(path.read_text())
     _mutate(doc, picks)
     path.write_text(json.dumps(doc))

@@ -2,8 +2,6 @@
 engineer of that code expects, on the inproc and the gloo backend. The legal ones are never
 reported; the others are reported at their first divergent call with group, ranks and sites."""
 
-import time
-
 import pytest
 
 import trtsim
@@ -64,16 +62,14 @@ def test_root_branch_broadcast_delivers_the_roots_value():
 @pytest.mark.parametrize("name", sorted(REPORTED))
 def test_divergent_idioms_are_reported_at_the_first_divergent_call(name, backend):
     prog, layout, kw, kind, group_kind, group_ranks, phrase = REPORTED[name]
-    t0 = time.monotonic()
     with pytest.raises(trtsim.CollectiveError) as info:
         launch(prog, layout, backend, **kw)
     err = info.value
-    assert type(err) is kind, str(err)
+    assert type(err) is kind, str(err)     # found by the guard, not the launch's timeout
     assert phrase in str(err)
     if group_kind is not None:
         assert err.group_kind == group_kind and err.group_ranks == group_ranks
     assert err.calls and all("idiom" in rec.callsite for rec in err.calls.values()), str(err)
-    assert time.monotonic() - t0 < 30
 
 
 def test_one_helper_line_serves_two_purposes():

@@ -78,3 +78,56 @@ def test_a_cross_communicator_hang_under_torchrun_names_both_groups(tmp_path):
     assert "rank 0: torch.all_gather_object on tp (torch:1)" in report
     assert "rank 1: torch.barrier on world (torch:world)" in report
     assert "likely: cross-group wait cycle" in report
+
+
+# A script that made its own default group before launching: trtsim uses it and leaves it.
+OWN_GROUP_JOB = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, {root!r})
+    import torch.distributed as tdist
+    import trtsim
+    from tests import programs
+
+    if __name__ == "__main__":
+        tdist.init_process_group("gloo")
+        res = trtsim.launch(programs.gathers, tp=2, pp=2, backend=sys.argv[1], timeout=60)
+        print("RANK", os.environ["RANK"], "NOTES", res.notes[:2])
+        print("RANK", os.environ["RANK"], "STILL", tdist.is_initialized())
+        # the script's group is the script's to end: plain torch left with a live gloo group
+        # at exit aborts about one run in two ("terminate called without an active exception")
+        tdist.destroy_process_group()
+""")
+
+
+def test_a_scripts_own_default_group_is_used_and_left_as_found(tmp_path):
+    out = torchrun(tmp_path, "torchrun", OWN_GROUP_JOB)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count("STILL True") == 4
+    assert "torchrun: asked for (backend='torchrun')" in out.stdout
+    assert "the script's default group" in out.stdout
+
+
+def test_torchrun_is_detected_with_a_note(tmp_path):
+    out = torchrun(tmp_path, "gloo", OWN_GROUP_JOB)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.count("torchrun: detected (TORCHELASTIC_RUN_ID is set)") == 4
+
+
+def test_batch_system_variables_do_not_switch_a_gloo_launch(monkeypatch):
+    import trtsim
+    from tests import programs
+    for key, value in dict(RANK="0", WORLD_SIZE="4", MASTER_ADDR="127.0.0.1",
+                           MASTER_PORT="1").items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID", raising=False)
+    res = trtsim.launch(programs.gathers, tp=2, backend="gloo", timeout=60)
+    assert len(res) == 2 and not any(n.startswith("torchrun") for n in res.notes)
+
+
+def test_backend_torchrun_outside_torchrun_is_bad_input(monkeypatch):
+    import trtsim
+    from tests import programs
+    for key in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RUN_ID"):
+        monkeypatch.delenv(key, raising=False)
+    with pytest.raises(ValueError, match="backend='torchrun' needs a torchrun"):
+        trtsim.launch(programs.gathers, tp=2, backend="torchrun")

@@ -1,12 +1,15 @@
 """Perfetto traces load without data loss: no two slices of a track overlap once their times
 are nanoseconds as Perfetto reads them, names are stable, tracks are named as reports name
-ranks, and the guard's stop and a perf run's control plane are visible."""
+ranks, and the guard's stop and a perf run's control plane are visible; a perf trace is
+sampled to a few MB."""
 
+import json
 import math
 
 from hypothesis import given, settings, strategies as st
 
 from trtsim.jobs.dispatch import run_any
+from trtsim.jobs.perf_run import TRACE_STEPS
 from trtsim.jobs.run import run
 from trtsim.timeline.trace import rank_trace, to_ns, us
 
@@ -95,3 +98,9 @@ def test_a_perf_trace_shows_the_control_plane_inside_each_step():
     assert all(e["dur"] > 0.25 / 1000 for e in control)
     procs = {e["args"]["name"] for e in trace["traceEvents"] if e["name"] == "process_name"}
     assert len(procs) == len({e["pid"] for e in events})       # one process per server
+    # Sampled, and says so: at most TRACE_STEPS steps, a few MB where every step is 94 MB.
+    assert len(json.dumps(trace, separators=(",", ":"))) < 10 * 2 ** 20
+    shown = [e for e in events if e["name"] in ("generation", "prefill")]
+    assert TRACE_STEPS // 2 < len(shown) <= TRACE_STEPS < len(res.sim.events)
+    labels = [e["args"]["labels"] for e in trace["traceEvents"] if e["name"] == "process_labels"]
+    assert sum("1 step in" in text for text in labels) == 4        # the four gen servers

@@ -21,7 +21,7 @@ _HOMES = {
     "launch": ".launching", "LaunchResults": ".launching", "run": ".jobs.run",
     "explore": ".app.explore",
 }
-_MODULES = {"kernels": ".kernels", "spec": ".spec", "strategies": ".app.strategies"}
+_MODULES = {"kernels": ".kernels", "spec": ".spec", "strategies": ".strategies"}
 
 
 def __getattr__(name):

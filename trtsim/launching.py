@@ -87,7 +87,8 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
            backend: str = "inproc", args: tuple = (), timeout: float = 60.0,
            guard: str = "strict", seed: int = 0, *, deployment: "str | Deployment | None" = None,
            iteration_marker: str | None = None, wrappers: tuple[str, ...] = (),
-           intercept: tuple[str, ...] = (), log_dir: str | None = None) -> LaunchResults:
+           intercept: tuple[str, ...] = (), log_dir: str | None = None,
+           rank_local: tuple[str, ...] = ()) -> LaunchResults:
     """Run ``prog(dist, *args)`` on every rank of a tp x pp x cp instance, or of both
     instances of a ``deployment`` (a topology id or a Deployment: ctx ranks first, then gen;
     ``dist.role`` says which, ``trtsim.Peer`` reaches the other instance).
@@ -101,6 +102,9 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     then called as ``prog(*args)``, as a torchrun script's main would be.
     ``log_dir``: on the process backends and under torchrun every rank writes its call log
     there (on exit, on timeout, on SIGTERM) for ``trtsim analyze`` after a hang.
+    ``rank_local=("vllm",)``: on inproc, where every rank shares this process, those
+    modules' globals are each rank's own (frameworks keep their process groups there); the
+    process backends give every rank its own process anyway.
 
     Returns ``results`` with ``results[r]`` global rank r's return value, or raises the report:
     CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout.
@@ -108,7 +112,7 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     check_call(prog, args, attention_dp)
     config = LaunchConfig(backend, guard, seed, timeout, clock_model=default_clock_model(),
                           iteration_marker=iteration_marker, wrappers=wrappers,
-                          intercept=intercept, log_dir=log_dir)
+                          intercept=intercept, log_dir=log_dir, rank_local=rank_local)
     if config.intercept and _takes_no_dist(prog, args):
         prog = WithoutDist(prog)
     outcome = run_ranks(instances_of(deployment, tp, pp, cp, attention_dp), prog, args, config)

@@ -7,11 +7,12 @@ arrived (the report is printed), 2 unreadable input (one line: the file and why)
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
-from .output import BadInput, document, write_json
+from ..safe_write import write_text
+from .output import BadInput, document, write_json, writing
+from .output_paths import check_output_file
 
 EXIT_OK, EXIT_VIOLATION = 0, 1
 
@@ -53,20 +54,29 @@ def cmd_analyze(args) -> int:
     """Read, judge, print; with ``--replay`` write the replay, with ``--json`` the document."""
     from ..postmortem.analysis import analyze
     from ..postmortem.inputs import load_job
+    for flag, path in (("--json", args.json), ("--replay", args.replay)):
+        if path:
+            check_output_file(flag, path, inputs=args.paths)
     t0 = time.perf_counter()
-    analysis = analyze(load_job(args.paths, parse_groups(args.group)))
+    job = load_job(args.paths, parse_groups(args.group), getattr(args, "launch", None))
+    inputs = [*args.paths, *(h.source for h in job.histories)]
+    for flag, path in (("--json", args.json), ("--replay", args.replay)):
+        if path:                        # a file a folder gave is known only now
+            check_output_file(flag, path, inputs=inputs)
+    analysis = analyze(job)
     seconds = time.perf_counter() - t0
     print(analysis.summary())
     replay = None
     if args.replay:
-        replay = _write_replay(analysis, args.replay)
+        replay = _write_replay(analysis, args.replay, inputs)
     if args.json:
         body = dict(analysis.to_dict(), seconds=seconds, replay=replay)
-        write_json(args.json, document("analyze", body))
-    return EXIT_OK if analysis.error is None else EXIT_VIOLATION
+        write_json(args.json, document("analyze", body), inputs=inputs)
+    # A partial launch (ranks without a log) is never "consistent": exit 1 with its report.
+    return EXIT_OK if analysis.error is None and not analysis.job.missing else EXIT_VIOLATION
 
 
-def _write_replay(analysis, path: str) -> dict:
+def _write_replay(analysis, path: str, inputs: list[str]) -> dict:
     """Write the replay with the first seed that reproduces the report; say what it does."""
     from ..jobs.replay_job import reproducing_seed
     from ..postmortem.replay import build_replay, replay_text
@@ -76,13 +86,8 @@ def _write_replay(analysis, path: str) -> dict:
     replay = build_replay(analysis)
     seed, result = reproducing_seed(replay)
     replay = replace(replay, seed=seed, source=path)
-    try:
-        tmp = f"{path}.tmp"
-        with open(tmp, "w") as f:
-            f.write(replay_text(replay))
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise BadInput(f"--replay {path}: cannot write ({exc.strerror})") from None
+    with writing("--replay", path):
+        write_text(path, replay_text(replay), inputs=inputs)
     if result.reproduced:
         print(f"replay: {path} ({replay.calls} calls, seed {seed}) reproduces this report on "
               f"the inproc backend in {result.wall_s:.3f} s: trtsim run {path}")

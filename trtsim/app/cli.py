@@ -1,20 +1,22 @@
 """The ``trtsim`` command. Exit status, for every subcommand and scenario kind: 0 the run
 holds, 1 an invariant is violated (the report is printed), 2 bad input (one line naming the
-file, field and value; no traceback)."""
+file, field and value; no traceback), 130 interrupted (Ctrl-C)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from .commands import (EXIT_BAD_INPUT, EXIT_OK, EXIT_VIOLATION, cmd_bench, cmd_compare,
-                       cmd_explore, cmd_run, cmd_scenarios, cmd_schema, cmd_topologies,
-                       parse_sets)
+from .commands import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION,
+                       benchmark_list, cmd_bench, cmd_compare, cmd_explore, cmd_run,
+                       cmd_scenarios, cmd_schema, cmd_topologies, parse_sets)
+from ..comm.launcher import BACKENDS
 from .analyze import add_parser as _add_analyze
+from .hunt import HUNTS
 from .output import BadInput
 
 __all__ = ["main", "build_parser", "parse_sets", "BadInput", "EXIT_OK", "EXIT_VIOLATION",
-           "EXIT_BAD_INPUT"]
+           "EXIT_BAD_INPUT", "EXIT_INTERRUPTED"]
 
 _SCENARIO_HELP = "scenario YAML file, or the name of a shipped one (trtsim scenarios)"
 _SET_HELP = "override a scenario key (dotted; repeatable), e.g. --set model.window=24"
@@ -25,10 +27,11 @@ _VARY = ("topology, workload.requests, seed, model.window, workload.dp_offset, "
 def _add_run(sub) -> None:
     p = sub.add_parser("run", help="run a scenario and report its verdict")
     p.add_argument("scenario", help=_SCENARIO_HELP)
-    p.add_argument("--backend", choices=("inproc", "gloo", "nccl"), default=None,
+    p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="where the ranks of a functional scenario run: inproc (this process, "
-                   "deterministic), gloo or nccl (one process per rank); default: the "
-                   "scenario's backend key")
+                   "deterministic), gloo or nccl (one process per rank), torchrun (this "
+                   "process is one rank of a torchrun job); default: the scenario's "
+                   "backend key")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help=_SET_HELP)
     p.add_argument("--census", action="store_true",
                    help="print the collective census table (a perf scenario: the control "
@@ -43,8 +46,16 @@ def _add_run(sub) -> None:
 
 
 def _add_explore(sub) -> None:
-    p = sub.add_parser("explore", help="search varied scenarios for a violation, shrink it and "
-                       "write it as a replayable scenario")
+    p = sub.add_parser(
+        "explore", help="search varied scenarios for the bug, shrink it and write it as a "
+        "replayable scenario", description="Search variants of a scenario (inproc backend) "
+        "for its bug: a variant with a report (a verdict other than ok, the verdict of "
+        "correct code) or a transferred block that differs from its source. A scenario that "
+        "reproduces an incident (expect: mismatch, deadlock or failed) is searched for the "
+        "variants where it shows, smallest layout first; --hunt unexpected searches instead "
+        "for the variants whose verdict differs from the expected one (where it does not "
+        "reproduce). The first violation is shrunk to the fewest ranks, fewest and shortest "
+        "requests, seed 0.")
     p.add_argument("scenario", help=_SCENARIO_HELP)
     p.add_argument("--examples", type=int, default=200, help="variants to try (default 200)")
     p.add_argument("--seed", type=int, default=0,
@@ -53,10 +64,23 @@ def _add_explore(sub) -> None:
     p.add_argument("--vary", action="append", metavar="KEY",
                    help=f"a key to vary (repeatable; default topology): {_VARY}")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="fixed overrides")
+    p.add_argument("--hunt", choices=tuple(HUNTS), default="bug",
+                   help="what counts as a violation: bug (default), " + HUNTS["bug"]
+                   + "; unexpected, " + HUNTS["unexpected"])
     p.add_argument("--out", metavar="DIR", help="write the counterexample scenario here")
     p.add_argument("--json", metavar="FILE",
                    help="write the result as JSON (schema trtsim/explore, docs/JSON.md)")
     p.set_defaults(func=cmd_explore)
+
+
+class _BenchHelp(argparse.HelpFormatter):
+    """Names the benchmarks (the list ``trtsim bench`` prints) only when the help is shown:
+    finding the shipped folder imports the scenario package, too slow for every command."""
+
+    def _get_help_string(self, action):
+        if action.dest == "name":
+            return f"the benchmark to run: {benchmark_list() or 'none ship with this install'}"
+        return super()._get_help_string(action)
 
 
 def _add_others(sub) -> None:
@@ -70,9 +94,9 @@ def _add_others(sub) -> None:
                    "trtsim/compare, docs/JSON.md)")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("bench", help="list or run the benchmarks of docs/BENCHMARKS.md")
-    p.add_argument("name", nargs="?", help="inproc, process, transfer, explore, serving_sim, "
-                   "host_gather, kernels (GPU), worker_step (GPU)")
+    p = sub.add_parser("bench", help="list or run the benchmarks of docs/BENCHMARKS.md",
+                       formatter_class=_BenchHelp)
+    p.add_argument("name", nargs="?", help="the benchmark to run")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options passed to the benchmark")
     p.set_defaults(func=cmd_bench)
 
@@ -92,12 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trtsim", description="Launch every rank of a disaggregated deployment and check "
         "that every member of a group enters the same collective, in the same order, for the "
         "same purpose.", epilog="exit status: 0 the run holds, 1 an invariant is violated, "
-        "2 bad input")
+        "2 bad input, 130 interrupted (Ctrl-C)")
     parser.add_argument("--version", action="version", version=f"trtsim {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_run(sub)
     _add_explore(sub)
     _add_analyze(sub)
+    sub.choices["analyze"].add_argument(
+        "--launch", metavar="ID", help="the launch whose call logs to read, where a folder "
+        "holds several (default: the newest with every rank's log)")
     _add_others(sub)
     return parser
 
@@ -111,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("trtsim: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:            # `trtsim run ... | head`: the reader left
         sys.stderr.close()
         return EXIT_OK

@@ -1,17 +1,19 @@
 """What each ``trtsim`` subcommand does; cli.py parses the arguments and maps outcomes to exit
-statuses (0 the run holds, 1 an invariant is violated, 2 bad input)."""
+statuses (0 the run holds, 1 an invariant is violated, 2 bad input, 130 interrupted)."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
 from .interrupt import InterruptLatch
 from .output import BadInput, document, result_document, write_json
+from .output_paths import check_output_file, check_output_folder
 from .progress import Progress
 
-EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def parse_sets(items: list[str] | None, flag: str = "--set") -> dict:
@@ -37,6 +39,8 @@ def _single_threaded_torch() -> None:
 
 
 def cmd_run(args) -> int:
+    inputs = (args.scenario,)                  # a scenario file is never an output
+    _check_outputs(("--json", args.json), ("--trace", args.trace), inputs=inputs)
     from ..jobs.dispatch import run_any
     from ..timeline.trace import write_trace
     from ..scenario.perf import PerfScenario
@@ -56,7 +60,8 @@ def cmd_run(args) -> int:
         print(result.census.table() if result.census is not None
               else result.control.table())
     if args.json:
-        write_json(args.json, result_document(result, census_rows=args.census_rows))
+        write_json(args.json, result_document(result, census_rows=args.census_rows),
+                   inputs=inputs)
     if args.trace:
         try:
             write_trace(args.trace, result.trace_events())
@@ -65,16 +70,23 @@ def cmd_run(args) -> int:
     return EXIT_OK if result.holds else EXIT_VIOLATION
 
 
+def _check_outputs(*flags: tuple[str, str | None], inputs: tuple[str, ...] = ()) -> None:
+    """Every output path given is writable and none of ``inputs``, before anything runs."""
+    for flag, path in flags:
+        if path:
+            check_output_file(flag, path, inputs=inputs)
+
+
 def cmd_compare(args) -> int:
     from ..jobs.dispatch import run_any
-    from .compare import comparison
+    from .compare import comparison, load_pair
     _single_threaded_torch()
     if args.b is None and not (args.set_a or args.set_b):
         raise BadInput("compare: give two scenarios, or one with --set-a/--set-b overrides")
-    from ..scenario.registry import load_any
     # Both scenarios are read and checked before either runs: bad input fails at once.
-    a = load_any(args.a, parse_sets(args.set_a, "--set-a"))
-    b = load_any(args.b if args.b is not None else args.a, parse_sets(args.set_b, "--set-b"))
+    a, b = load_pair(args.a, args.b, parse_sets(args.set_a, "--set-a"),
+                     parse_sets(args.set_b, "--set-b"))
+    _check_outputs(("--json", args.json))
     with InterruptLatch() as latch, Progress("compare", total=2, check=latch.check) as progress:
         before = run_any(a, progress=progress)
         progress.update(1, "before done")
@@ -90,14 +102,31 @@ def cmd_compare(args) -> int:
     return EXIT_VIOLATION if failing else EXIT_OK
 
 
+def _hypothesis_home() -> None:
+    """Hypothesis keeps its files (example database, the constants it reads from the code)
+    in ``.hypothesis/`` of the working directory unless told otherwise; the command keeps
+    them in the user's cache folder (``$XDG_CACHE_HOME/trtsim/hypothesis``, default
+    ``~/.cache``). ``HYPOTHESIS_STORAGE_DIRECTORY`` still wins. Only the command does this:
+    a test that calls ``explore`` keeps its own project's hypothesis settings."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return
+    from hypothesis.configuration import set_hypothesis_home_dir
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    set_hypothesis_home_dir(os.path.join(cache, "trtsim", "hypothesis"))
+
+
 def cmd_explore(args) -> int:
     from .explore import explore
+    _check_outputs(("--json", args.json))
+    if args.out:
+        check_output_folder("--out", args.out)
+    _hypothesis_home()
     _single_threaded_torch()
     with InterruptLatch() as latch, \
             Progress("explore", total=args.examples, check=latch.check) as progress:
         result = explore(args.scenario, examples=args.examples, seed=args.seed,
                          vary=tuple(args.vary or ("topology",)), overrides=parse_sets(args.set),
-                         out_dir=args.out, progress=progress)
+                         out_dir=args.out, progress=progress, hunt=args.hunt)
     print(result.summary())
     if args.json:
         write_json(args.json, document("explore", result.to_dict()))
@@ -134,19 +163,49 @@ def cmd_schema(args) -> int:
     return EXIT_OK
 
 
-def cmd_bench(args) -> int:
+# A benchmark that needs a CUDA GPU says so in a line of its own file (read, not imported:
+# importing it could need the GPU).
+_GPU_MARK = re.compile(r"^REQUIRES_GPU = True\b", re.M)
+
+
+def benchmarks() -> dict[str, bool]:
+    """The shipped benchmarks (``benchmarks/bench_NAME.py``): name -> whether it needs a CUDA
+    GPU, sorted by name. The one list ``trtsim bench`` prints, runs and its help shows."""
     from ..scenario.shipped import shipped_dir
     root = shipped_dir("benchmarks")
-    if root is None:
+    return {p.stem[len("bench_"):]: bool(_GPU_MARK.search(p.read_text()))
+            for p in sorted(root.glob("bench_*.py"))} if root is not None else {}
+
+
+def benchmark_list() -> str:
+    """``explore, inproc, kernels (GPU), ...``: the list as help and ``trtsim bench`` show it."""
+    return ", ".join(f"{n} (GPU)" if gpu else n for n, gpu in benchmarks().items())
+
+
+def _cuda_absent() -> str | None:
+    """Why torch sees no CUDA GPU, or None when it sees one."""
+    import torch
+    if torch.cuda.is_available():
+        return None
+    build = "a CPU build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+    return f"torch {torch.__version__} ({build}) sees no CUDA GPU"
+
+
+def cmd_bench(args) -> int:
+    from ..scenario.shipped import shipped_dir
+    known = benchmarks()
+    if not known:
         raise BadInput("bench: this installation ships no benchmarks/ folder")
-    known = sorted(p.stem[len("bench_"):] for p in root.glob("bench_*.py"))
     if not args.name:
-        print("benchmarks: " + ", ".join(known))
+        print("benchmarks: " + benchmark_list())
         print("run one: trtsim bench NAME [-- its options]; figures: docs/BENCHMARKS.md")
         return EXIT_OK
     if args.name not in known:
         raise BadInput(f"bench: {args.name!r} is not one of {', '.join(known)}")
-    script = os.path.join(root, f"bench_{args.name}.py")
+    if known[args.name] and (why := _cuda_absent()):
+        raise BadInput(f"bench {args.name}: needs a CUDA GPU; {why} (its figures from an H200 "
+                       "are in docs/BENCHMARKS.md)")
+    script = os.path.join(shipped_dir("benchmarks"), f"bench_{args.name}.py")
     extra = [a for a in args.rest if a != "--"]
     code = subprocess.call([sys.executable, script, *extra])
     return EXIT_OK if code == 0 else EXIT_BAD_INPUT if code == 2 else EXIT_VIOLATION

@@ -3,11 +3,15 @@
 A perf run also carries its metrics at the low and high ends of the measured host prices
 (``PerfResult.by_quantile``); the comparison then shows each side's band and the band of the
 change, pairing like with like (both runs priced on the same measured machine: the low-price
-change is the before and after at low prices)."""
+change is the before and after at low prices), and why the change happens: each role's mean
+step before and after, split into the terms that make up the change (latency removed, wait
+removed, overlap regained, GPU time and host work removed; ``perf.step_terms``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from ..perf.step_terms import StepDelta, step_deltas
 
 _ENDS = ("low", "central", "high")
 
@@ -28,6 +32,7 @@ class Comparison:
     labels: tuple[str, str] = ("before", "after")
     before_by: dict = field(default_factory=dict)
     after_by: dict = field(default_factory=dict)
+    terms: list[StepDelta] = field(default_factory=list)    # perf runs: why the step moved
 
     @property
     def delta_pct(self) -> dict:
@@ -74,7 +79,12 @@ class Comparison:
                         f"  {_range(band['after'][k]):>22}"
             lines.append(line)
         if band:
-            lines.append("bands: the host prices at p10 and p90 of their measured spread")
+            lines.append("bands: the host prices at the low and high end of their measurement's "
+                         "uncertainty")
+        if self.terms:
+            lines.append("why, at central prices (each role's mean step; the terms sum to its "
+                         "change):")
+            lines += [f"  {d.line()}" for d in self.terms]
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
@@ -82,6 +92,8 @@ class Comparison:
         if self.band:
             out["band"] = {side: {k: list(v) for k, v in rows.items()}
                            for side, rows in self.band.items()}
+        if self.terms:
+            out["step_terms"] = [d.to_dict() for d in self.terms]
         return out
 
 
@@ -103,8 +115,33 @@ def comparison(before, after) -> Comparison:
     which carry their metrics at each end of the price spread)."""
     def ends(res) -> dict:
         return {q: _numeric(m) for q, m in getattr(res, "by_quantile", {}).items()}
+    parts = [getattr(res, "breakdown", None) for res in (before, after)]
+    terms = step_deltas(*parts) if all(isinstance(p, dict) for p in parts) else []
     return Comparison(_numeric(before.metrics), _numeric(after.metrics),
-                      before_by=ends(before), after_by=ends(after))
+                      before_by=ends(before), after_by=ends(after), terms=terms)
+
+
+def _kind(scenario) -> str:
+    from ..postmortem.replay import Replay
+    from ..scenario.perf import PerfScenario
+    return ("perf" if isinstance(scenario, PerfScenario)
+            else "replay" if isinstance(scenario, Replay) else "functional")
+
+
+def load_pair(a, b=None, set_a: dict | None = None, set_b: dict | None = None) -> tuple:
+    """Both scenarios read and checked before either runs, ``b`` defaulting to ``a``: bad
+    input fails at once, and so do two scenarios of different kinds (a perf prediction and a
+    functional run share metric names, not meanings: ``completed`` of 1,024 simulated
+    requests against 3 transferred ones is no change)."""
+    from ..scenario.registry import load_any
+    from ..scenario.schema import ScenarioError
+    first = load_any(a, set_a)
+    second = load_any(b if b is not None else a, set_b)
+    if _kind(first) != _kind(second):
+        raise ScenarioError(f"compare: {first.source} is a {_kind(first)} scenario and "
+                            f"{second.source} a {_kind(second)} one; compare runs two "
+                            "scenarios of one kind")
+    return first, second
 
 
 def compare(a, b=None, set_a: dict | None = None, set_b: dict | None = None,
@@ -112,6 +149,5 @@ def compare(a, b=None, set_a: dict | None = None, set_b: dict | None = None,
     """Run ``a`` with ``set_a`` and ``b`` (default: ``a`` again) with ``set_b``; compare every
     numeric metric (and, for perf runs, their bands)."""
     from ..jobs.dispatch import run_any
-    before = run_any(a, set_a, progress)
-    after = run_any(b if b is not None else a, set_b, progress)
-    return comparison(before, after)
+    first, second = load_pair(a, b, set_a, set_b)
+    return comparison(run_any(first, progress=progress), run_any(second, progress=progress))

@@ -4,8 +4,9 @@ smallest one, and write it as a scenario that ``trtsim run`` replays to the same
 Hypothesis drives the search (``hypothesis.find``): it draws overrides for the varied keys,
 runs the scenario on the inproc backend, stops at the first violation and shrinks it toward
 fewer ranks, fewer and shorter requests, seed 0 (the strategies in ``trtsim.strategies`` are
-ordered that way). A violation is a verdict other than the scenario's ``expect`` or a
-transferred block that differs from its source.
+ordered that way). What counts as a violation is the hunt (``trtsim/app/hunt.py``): by default
+the bug, a report or a transferred block that differs from its source, also for a scenario
+that reproduces an incident.
 """
 
 from __future__ import annotations
@@ -26,7 +27,10 @@ from ..jobs.run import RunResult, run
 from ..layout.topology import topologies, topology
 from ..scenario.functional import ScenarioError, load_raw, resolve, set_dotted
 from ..scenario.registry import kind_of
-from .strategies import _by_size, overrides as override_strategy
+from ..strategies import _by_size, overrides as override_strategy
+from ..safe_write import atomic_writer
+from .hunt import HUNTS, is_violation
+from .output import writing
 
 
 @dataclass
@@ -45,6 +49,7 @@ class ExploreResult:
 
     requested: int = 0
     first_violation_at: int | None = None    # runs made when the first violation was seen
+    hunt: str = "bug"                        # what counted as a violation (HUNTS)
 
     def summary(self) -> str:
         what = f"explored {self.examples_run} variants ({self.requested} requested"
@@ -65,7 +70,7 @@ class ExploreResult:
 
     def to_dict(self) -> dict:
         """JSON-ready (``trtsim explore --json``; docs/JSON.md)."""
-        return {"found": self.found, "scenario": self.scenario,
+        return {"found": self.found, "hunt": self.hunt, "scenario": self.scenario,
                 "requested": self.requested, "examples_run": self.examples_run,
                 "first_violation_at": self.first_violation_at,
                 "violations_seen": self.violations_seen, "path": self.path,
@@ -79,16 +84,15 @@ def _overrides_text(found: dict | None) -> str:
     return " ".join(f"{k}={v}" for k, v in (found or {}).items())
 
 
-def _violates(result: RunResult) -> bool:
-    return not result.holds
-
-
 def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] = ("topology",),
             overrides: dict | None = None, out_dir: str | None = None,
-            progress: Callable[[str], None] | None = None) -> ExploreResult:
-    """Search ``vary`` for a violating variant of ``scenario`` (inproc backend)."""
+            progress: Callable[[str], None] | None = None, hunt: str = "bug") -> ExploreResult:
+    """Search ``vary`` for a variant of ``scenario`` (inproc backend) that ``hunt`` names: by
+    default the bug, a report or a differing block (``trtsim.app.hunt``)."""
     if not isinstance(examples, int) or examples < 1:
         raise ValueError(f"examples={examples!r} must be an integer >= 1")
+    if hunt not in HUNTS:
+        raise ValueError(f"hunt={hunt!r}: expected one of {', '.join(HUNTS)}")
     raw, source = load_raw(scenario)
     kind = kind_of(raw).name
     if kind != "functional":
@@ -97,7 +101,8 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
     for key, value in (overrides or {}).items():
         set_dotted(raw, key, value)
     raw["backend"] = "inproc"
-    resolve(raw, source)                                 # bad input fails here, once
+    resolved = resolve(raw, source)                      # bad input fails here, once
+    expect, name = resolved.expect, resolved.name
     counter = {"runs": 0, "violations": 0, "first": None, "t0": time.monotonic()}
     update = getattr(progress, "update", None)
 
@@ -107,7 +112,7 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
             res = run(raw, overrides=variant)
         except ScenarioError:
             return False                                 # an impossible variant, not a finding
-        bad = _violates(res)
+        bad = is_violation(res.verdict, res.scenario.expect, res.kv_verified, hunt)
         counter["violations"] += bad
         if bad and counter["first"] is None:
             counter["first"] = counter["runs"]
@@ -121,6 +126,11 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
         return bad
 
     notes: list[str] = []
+    if expect != "ok":
+        notes.append(f"hunting the bug {name} reproduces (expect: {expect}): variants with a "
+                     "report or a block that differs (--hunt unexpected: where it does not "
+                     "reproduce)" if hunt == "bug" else f"hunting variants where {name} does "
+                     f"not reproduce (a verdict other than {expect})")
     found = _search(tuple(vary), examples, seed, violates, notes)
     wall = lambda: time.monotonic() - counter["t0"]  # noqa: E731
     if found is None:
@@ -128,12 +138,12 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
             notes.append(f"the search ended after {counter['runs']} of {examples} variants: "
                          "hypothesis found no further distinct variant of the varied keys")
         return ExploreResult(False, None, None, counter["runs"], wall_s=wall(), notes=notes,
-                             requested=examples)
+                             requested=examples, hunt=hunt)
     found = _polish(found, tuple(vary), violates)
     final = run(raw, overrides=found)
     path = _write(raw, found, final, source, out_dir) if out_dir else None
     return ExploreResult(True, found, final.error, counter["runs"], path, final, wall(),
-                         counter["violations"], notes, examples, counter["first"])
+                         counter["violations"], notes, examples, counter["first"], hunt)
 
 
 def _search(vary: tuple[str, ...], examples: int, seed: int, violates,
@@ -222,9 +232,8 @@ def _write(raw: dict, found: dict, result: RunResult, source: str, out_dir: str)
               f"# Replay: trtsim run {path}\n")
     if result.error is not None:
         header += "".join(f"#   {line}\n" for line in str(result.error).splitlines()[:6])
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(header)
-        yaml.safe_dump(scenario, f, sort_keys=False)
-    os.replace(tmp, path)
+    with writing("--out", path):
+        with atomic_writer(path, inputs=(source,)) as f:
+            f.write(header)
+            yaml.safe_dump(scenario, f, sort_keys=False)
     return path

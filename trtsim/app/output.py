@@ -8,8 +8,11 @@ away; new keys may appear within a version) and ``trtsim_version``.
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
+from typing import Sequence
+
+from ..safe_write import OutputIsInput, atomic_writer
 
 SCHEMA_VERSION = 1
 SCHEMAS = ("run", "perf", "compare", "explore", "analyze", "replay")
@@ -38,12 +41,20 @@ def result_document(result, census_rows: bool = False) -> dict:
     return document("run", result.to_dict(census_rows=census_rows))
 
 
-def write_json(path: str, data, flag: str = "--json") -> None:
-    """Write JSON atomically: a reader never sees half a file."""
-    tmp = f"{path}.tmp"
-    try:
-        with open(tmp, "w") as f:
+def write_json(path: str, data, flag: str = "--json", inputs: Sequence[str] = ()) -> None:
+    """Write JSON whole, safely (``safe_write``): a reader never sees half a file, a planted
+    link is never followed, an input is never overwritten (``BadInput`` naming the flag)."""
+    with writing(flag, path):
+        with atomic_writer(path, inputs=inputs) as f:
             json.dump(data, f, indent=2, default=str)
-        os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def writing(flag: str, path: str):
+    """A write's failures as the one line of bad input naming the flag and the path."""
+    try:
+        yield
+    except OutputIsInput as exc:
+        raise BadInput(f"{flag} {path}: {exc}") from None
     except OSError as exc:
-        raise BadInput(f"{flag} {path}: cannot write ({exc.strerror})") from None
+        raise BadInput(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None

@@ -1,12 +1,14 @@
 """trtsim's per-rank call log: the format, in one place (the writer and every reader use it).
 
 A rank launched with ``launch(..., log_dir=DIR)`` on the process backend or under torchrun
-writes ``DIR/trtsim_calls_rank<R>.json`` when it exits, when the launch's timeout passes and
-when it is ended by a signal, so a hung multi-node job leaves one file per rank. The file is
-one JSON object:
+writes ``DIR/trtsim_calls_<LAUNCH>_rank<R>.json`` when it exits, when the launch's timeout
+passes and when it is ended by a signal, so a hung multi-node job leaves one file per rank,
+and launches that share ``DIR`` leave one set each. The file is one JSON object:
 
 - ``format`` (``trtsim/calllog``), ``version`` (an integer, raised when a key changes
   meaning), ``rank`` (global), ``name`` (as reports name the rank), ``world_size``;
+- ``launch`` (the launch's id, the same in every rank's log: ``comm.launch_stamp``) and
+  ``started_ns`` (when the launch, or under torchrun/mpirun this rank, started: wall clock);
 - ``layout``: the launch's instances, ``[name, role, tp, pp, cp, attention_dp]`` each;
 - ``written_on`` (``exit`` | ``timeout`` | ``signal``), ``status`` (the wait-for analysis's
   ``running`` | ``blocked`` | ``done`` | ``failed``), ``iteration``, ``pending_sends``
@@ -26,21 +28,22 @@ import re
 from .records import CallRecord
 
 CALL_LOG_FORMAT = "trtsim/calllog"
-CALL_LOG_VERSION = 1
+CALL_LOG_VERSION = 2                 # 2: launch, started_ns
 CALL_LOG_SIZE = 20_000
 RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(CallRecord))
 FIELDS = RECORD_FIELDS + ("done", "t_ns")
 WRITTEN_ON = ("exit", "timeout", "signal")
-_NAME = re.compile(r"^trtsim_calls_rank(\d+)\.json$")
+_NAME = re.compile(r"^trtsim_calls_(?:[0-9A-Za-z.-]{1,64}_)?rank(\d{1,9})\.json$")
 
 
-def log_name(rank: int) -> str:
+def log_name(rank: int, launch: str) -> str:
     """The file a rank's call log goes to, inside the launch's ``log_dir``."""
-    return f"trtsim_calls_rank{rank}.json"
+    return f"trtsim_calls_{launch}_rank{rank}.json"
 
 
 def rank_of_name(basename: str) -> int | None:
-    """The rank a call log's file name says, or None when it is no call log's name."""
+    """The rank a call log's file name says (``trtsim_calls_[LAUNCH_]rank<R>.json``), or
+    None when it is no call log's name."""
     match = _NAME.match(basename)
     return int(match[1]) if match else None
 

@@ -21,6 +21,7 @@ from collections import Counter
 from typing import Any, Protocol
 
 from ..layout.places import RankPlace
+from ..timeline.clock import RankClock
 from .arrays import ArrayCalls
 from .origin import OriginFinder
 from .records import CallRecord, signature_of
@@ -28,8 +29,9 @@ from .reduce_op import ReduceOp, op_name
 
 
 class Transport(Protocol):
-    """What a backend provides to one rank's Distributed (and ``clock``, its RankClock)."""
+    """What a backend provides to one rank's Distributed."""
 
+    clock: RankClock          # the rank's modelled time; its calls advance it
     def collective(self, rec: CallRecord, payload: Any, run=None) -> Any: ...
     def send(self, rec: CallRecord, payload: Any, blocking: bool, run=None) -> Any: ...
     def recv(self, rec: CallRecord, buffer: Any, blocking: bool, run=None) -> Any: ...
@@ -55,7 +57,9 @@ class Distributed(ArrayCalls):
         self._iteration = 0
         self._seq: Counter = Counter()
         self._groups = place.groups()
+        self._global_rank = place.global_rank
         self.census: Counter = Counter()   # (iteration, group kind, label or op) -> calls
+        self.notes: list[str] = []         # what this rank's backend chose and why (results.notes)
         self._rank_api = None              # intercept.comms.RankAPI, made on first use
 
     # -- identity (TensorRT-LLM's properties) --------------------------------------------
@@ -102,6 +106,11 @@ class Distributed(ArrayCalls):
         """The torch device this rank computes on (its GPU on the process backend with CUDA)."""
         import torch
         return getattr(self._transport, "device", None) or torch.device("cpu")
+
+    def note(self, text: str) -> None:
+        """Tell the launch's ``results.notes`` what this rank's backend chose (once per text)."""
+        if text not in self.notes:
+            self.notes.append(text)
 
     @property
     def iteration(self) -> int:
@@ -220,6 +229,14 @@ class Distributed(ArrayCalls):
         """Global ranks of this rank's group of ``kind`` (tp, pp, cp, tp_cp, world)."""
         return self._groups[kind]
 
+    def _resume_at(self, rec: CallRecord) -> None:
+        """Make ``rec``'s sequence this rank's next on its communicator (a replay re-issues
+        recorded calls at their recorded sequences)."""
+        if rec.is_p2p:
+            self._seq[("p2p", rec.group_ranks, rec.tag)] = rec.seq - 1
+        else:
+            self._seq[(rec.group_kind, rec.group_ranks, rec.comm)] = rec.seq - 1
+
     def _collective(self, kind: str, op: str, payload, label, root=None, reduce_op=None,
                     group: tuple[int, ...] | None = None, comm: str = "", api: str = "",
                     run=None):
@@ -232,15 +249,17 @@ class Distributed(ArrayCalls):
                              f"group of {len(group)} ranks")
         if self.place.delay:
             self._transport.delay(self.place.delay)
-        key = (kind, group)
-        self._seq[key] += 1
+        key = (kind, group, comm)          # each communicator numbers its own calls
+        seq = self._seq.get(key, 0) + 1  # get: Counter's __missing__ is a Python call
+        self._seq[key] = seq
         origin = self._origins.find(2)
-        rec = CallRecord(op, self._seq[key], label, self._iteration, origin.callsite,
+        rec = CallRecord(op, seq, label, self._iteration, origin.callsite,
                          "none" if op == "barrier" else signature_of(payload),
-                         self.place.global_rank, self.mapping.rank, self.place.instance, kind,
+                         self._global_rank, self.mapping.rank, self.place.instance, kind,
                          group, root, reduce_op, clock=self._transport.clock.now,
                          purpose=origin.purpose, comm=comm, api=api)
-        self.census[(self._iteration, kind, label or api or op)] += 1
+        census = (self._iteration, kind, label or api or op)
+        self.census[census] = self.census.get(census, 0) + 1
         if run is None:
             return self._transport.collective(rec, payload)
         return self._transport.collective(rec, payload, run)

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..layout.places import rank_label, ranks_label
 from .records import CallRecord
+from .purpose_paths import distinct_paths
 
 VERDICTS = ("ok", "mismatch", "deadlock", "failed")
 
@@ -61,9 +62,14 @@ class CollectiveError(Exception):
         if self.group_ranks:
             member = next((self.calls[r] for r in self.group_ranks if r in self.calls), None)
             lines.append(f"  group: {group_name(self.group_kind, self.group_ranks, member)}")
+        # members at one call site for different purposes: the site alone hides the split
+        one_site = len({c.callsite for c in self.calls.values()}) == 1
+        paths = distinct_paths({r: c.purpose for r, c in self.calls.items()}) if one_site else {}
         for rank in sorted(self.calls):
             rec = self.calls[rank]
             lines.append(f"  {rank_name(rec)}: {rec.short():<48} at {rec.callsite}")
+            if rank in paths:
+                lines.append(f"      via {paths[rank]}")
         lines.extend(f"  {d}" for d in self.details)
         if self.explanation:
             lines.append(f"  likely: {self.explanation}")
@@ -95,6 +101,12 @@ class CollectiveDeadlock(CollectiveError):
     kind = "deadlock"
 
 
+class SchedulerStalled(RuntimeError):
+    """The inproc scheduler has ranks parked in calls that no wait-for edge explains: no rank
+    can run, yet none is stuck (only call sequences no real run makes lead here, such as an
+    edited replay)."""
+
+
 class CollectiveTimeout(CollectiveError):
     """The launch's timeout passed with ranks still running or blocked."""
 
@@ -107,17 +119,19 @@ class RankFailed(CollectiveError):
     kind = "failed"
 
     def __init__(self, summary: str, *, rank: int = -1, traceback: str = "",
-                 signal: int | None = None, **kw):
+                 signal: int | None = None, exitcode: int | None = None, **kw):
         self.rank = rank
         self.traceback = traceback
         self.signal = signal
+        self.exitcode = exitcode          # the process exited with it, without a result
         kw.setdefault("ranks", (rank,) if rank >= 0 else ())
-        if not kw.get("explanation") and "without a result" in summary and _unguarded_main():
+        if not kw.get("explanation") and exitcode is not None and _unguarded_main():
             kw["explanation"] = SPAWN_HINT
         super().__init__(summary, **kw)
 
     def _state(self) -> dict[str, Any]:
-        return dict(super()._state(), rank=self.rank, traceback=self.traceback, signal=self.signal)
+        return dict(super()._state(), rank=self.rank, traceback=self.traceback, signal=self.signal,
+                    exitcode=self.exitcode)
 
     def __str__(self) -> str:
         text = super().__str__()
@@ -155,6 +169,8 @@ def launches_at_top_level(source: str) -> bool:
 
 def _unguarded_main() -> bool:
     path = getattr(sys.modules.get("__main__"), "__file__", None)
+    if path is None:
+        return False
     try:
         with open(path) as f:
             return launches_at_top_level(f.read())

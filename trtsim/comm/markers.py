@@ -19,6 +19,7 @@ import os
 import sys
 
 from .current import current
+from .scoped_install import scoped
 
 
 def resolve(spec: str):
@@ -82,11 +83,18 @@ def _marked(func):
 
 @contextlib.contextmanager
 def installed(spec: str | None):
-    """Wrap the marker for the duration of the block (nothing when ``spec`` is None)."""
+    """Wrap the marker for the duration of the block (nothing when ``spec`` is None);
+    launches that name one marker at once share one install (``scoped_install``)."""
     if spec is None:
         yield
         return
+    with scoped(f"iteration_marker:{spec}", lambda: _install(spec), _uninstall):
+        yield
+
+
+def _install(spec: str):
     owner, name, raw = resolve(spec)
+    wrapped: object
     if isinstance(raw, staticmethod):
         wrapped = staticmethod(_marked(raw.__func__))
     elif isinstance(raw, classmethod):
@@ -104,9 +112,11 @@ def installed(spec: str | None):
     setattr(owner, name, wrapped)
     for scope in namespaces[1:]:
         scope[name] = wrapped
-    try:
-        yield
-    finally:
-        setattr(owner, name, raw)
-        for scope in namespaces[1:]:
-            scope[name] = raw
+    return owner, name, raw, namespaces
+
+
+def _uninstall(held) -> None:
+    owner, name, raw, namespaces = held
+    setattr(owner, name, raw)
+    for scope in namespaces[1:]:
+        scope[name] = raw

@@ -23,14 +23,20 @@ communication layer too.
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import traceback
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, Callable, Iterable
 
 _COMM_DIR = os.path.dirname(os.path.abspath(__file__))
 _LAUNCH_FILE = os.path.join(os.path.dirname(_COMM_DIR), "launching.py")
+# Path pieces of frames that belong to the communication layer (any install path): trtsim's
+# own, and torch.distributed's (functional collectives, device meshes, c10d's helpers reach
+# trtsim's backend through them).
+_LAYER_PARTS = ("/torch/distributed/", "/trtsim/comm/")
 
 
 def call_rank_program(program: Callable, dist, args: tuple) -> Any:
@@ -54,7 +60,8 @@ def where_stopped(exc: BaseException) -> str:
     """Where an exception landed in a rank program, as reports name call sites: the
     innermost frame of the program's own code (``prog.py:12 in step``), and the library
     function it was inside when that is elsewhere (``in threading.wait``)."""
-    tb, frames = exc.__traceback__, []
+    tb = exc.__traceback__
+    frames: list[tuple[FrameType, int]] = []     # (frame, line), outermost first
     while tb is not None:
         if tb.tb_frame.f_code is _ENTRY:
             frames = []
@@ -102,66 +109,136 @@ class Origin:
     purpose: str
 
 
+# Frames whose caller may change while they live (generators, coroutines: a suspended frame
+# is resumed from wherever the next ``next()`` or ``send()`` is called).
+_RESUMABLE = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE
+              | inspect.CO_ASYNC_GENERATOR)
+
+
+class _Known:
+    """A user frame of the last walk whose chain outward cannot change while it runs (no
+    resumable frame from it to the entry): the codes counted from it outward and their
+    purpose string (made on first use). ``pos``: how many user frames lie outward of it."""
+
+    __slots__ = ("frame", "codes", "purpose", "pos")
+
+    def __init__(self, frame, codes: tuple, pos: int):
+        self.frame, self.codes, self.purpose, self.pos = frame, codes, None, pos
+
+
 @dataclass
 class OriginFinder:
     """Finds the origin of calls for one rank; ``wrappers`` are module names (prefixes)
-    whose frames are skipped. Keeps its own cache of purpose strings."""
+    whose frames are skipped. Keeps its own cache of purpose strings.
+
+    Repeated calls from one loop walk only the frames entered since the last call: the user
+    frames of the last walk are remembered (``_known``, innermost last), and the walk stops
+    at the first of them it meets again -- the same frame object, still running, so the same
+    chain outward (frames whose caller can change are never remembered). So a call site
+    40 frames deep costs the frames above its loop, not 40. The frames remembered are those
+    of this rank's last call only (their locals live until its next call)."""
 
     wrappers: tuple[str, ...] = ()
     _purposes: dict = field(default_factory=dict, repr=False)
     # The caches are keyed by id(): hashing a code object hashes its bytecode, on every call.
     # Each entry keeps its code objects and is used only while they are the same objects.
-    _skip_code: dict = field(default_factory=dict, repr=False)   # id(code) -> (code, skip)
+    _skip_code: dict = field(default_factory=dict, repr=False)   # id(code) -> (code, skip, gen)
     _sites: dict = field(default_factory=dict, repr=False)       # (id, line) -> (code, site)
+    _origins: dict = field(default_factory=dict, repr=False)     # (site, purpose) -> Origin
+    _known: list = field(default_factory=list, repr=False)       # _Known, outermost first
+    _by_frame: dict = field(default_factory=dict, repr=False)    # id(frame) -> _Known
 
     def _file_skipped(self, frame) -> tuple:
-        """(code, whether frames of this code are trtsim's or a declared wrapper's)."""
+        """(code, whether frames of this code are trtsim's or a declared wrapper's, whether
+        its frames are resumable)."""
         code = frame.f_code
         name = code.co_filename
         module = frame.f_globals.get("__name__", "")
+        path = name.replace("\\", "/")
         hit = self._skip_code[id(code)] = (code, (
             name.startswith(_COMM_DIR) or name == _LAUNCH_FILE
-            or any(module == w or module.startswith(w + ".") for w in self.wrappers)))
+            or any(part in path for part in _LAYER_PARTS)
+            or any(module == w or module.startswith(w + ".") for w in self.wrappers)),
+            bool(code.co_flags & _RESUMABLE))
         return hit
 
     def find(self, depth: int = 1) -> Origin:
         """The origin of the communication call ``depth`` frames above this one."""
-        frame = sys._getframe(depth + 1)
-        codes, site = [], None
-        known = self._skip_code
-        # The hot loop of every guarded call: one dict lookup per frame, no call.
+        frame: FrameType | None = sys._getframe(depth + 1)
+        mine, known, by_frame = [], self._skip_code, self._by_frame
+        base, steady = None, 0          # mine[steady:] have no resumable frame outward
+        # The hot loop of every guarded call: one or two dict lookups per frame, no call.
         while frame is not None:
             code = frame.f_code
             if code is _ENTRY:
+                break
+            seen = by_frame.get(id(frame))
+            if seen is not None and seen.frame is frame:
+                base = seen
                 break
             hit = known.get(id(code))
             if hit is None or hit[0] is not code:
                 hit = self._file_skipped(frame)
             back = frame.f_back
             if not hit[1] and (back is None or back.f_code is not _THROUGH):
-                if site is None:
-                    site = frame
-                codes.append(code)
+                mine.append(frame)
+            if hit[2]:
+                steady = len(mine)
             frame = back
-        if site is None:
+        outer = base.codes if base is not None else ()
+        self._remember(mine, steady, base, outer)
+        if mine:
+            site, codes = mine[0], tuple(f.f_code for f in mine) + outer
+            purpose = self._purpose(codes)
+        elif base is not None:
+            site, codes = base.frame, outer
+            if base.purpose is None:
+                base.purpose = self._purpose(codes)
+            purpose = base.purpose
+        else:
             return Origin("<unknown>", "")
-        codes = tuple(codes)
-        key = tuple(map(id, codes))
-        hit = self._purposes.get(key)
-        if hit is None or hit[0] != codes:       # tuple equality: identity first, cheap
-            hit = self._purposes[key] = (codes, " < ".join(
-                getattr(c, "co_qualname", c.co_name) for c in codes))
         code = site.f_code
         where = (id(code), site.f_lineno)
         place = self._sites.get(where)
         if place is None or place[0] is not code:
             place = self._sites[where] = (code, f"{_short_path(code.co_filename)}:"
                                                 f"{site.f_lineno} in {code.co_name}")
-        return Origin(place[1], hit[1])
+        origin = self._origins.get((place[1], purpose))
+        if origin is None:
+            origin = self._origins[(place[1], purpose)] = Origin(place[1], purpose)
+        return origin
+
+    def release(self) -> None:
+        """Forget the remembered frames (a launch's end: they hold their locals, and through
+        the rank's communicator, which holds this finder, they would form a cycle that only
+        a full collection frees)."""
+        self._known.clear()
+        self._by_frame.clear()
+
+    def _purpose(self, codes: tuple) -> str:
+        key = tuple(map(id, codes))
+        hit = self._purposes.get(key)
+        if hit is None or hit[0] != codes:       # tuple equality: identity first, cheap
+            hit = self._purposes[key] = (codes, " < ".join(
+                getattr(c, "co_qualname", c.co_name) for c in codes))
+        return hit[1]
+
+    def _remember(self, mine: list, steady: int, base: "_Known | None", outer: tuple) -> None:
+        """Keep the user frames of this walk that can be met again (``mine[steady:]``),
+        after ``base``; forget those of the last walk that lay inward of ``base`` (they
+        have returned: the walk came up through other frames)."""
+        stack, by_frame = self._known, self._by_frame
+        keep = base.pos + 1 if base is not None else 0
+        while len(stack) > keep:
+            del by_frame[id(stack.pop().frame)]
+        codes = outer
+        for frame in reversed(mine[steady:]):
+            codes = (frame.f_code,) + codes
+            entry = _Known(frame, codes, len(stack))
+            stack.append(entry)
+            by_frame[id(frame)] = entry
 
 
-# Path pieces of recorded frames that belong to the communication layer (any install path).
-_LAYER_PARTS = ("/torch/distributed/", "/trtsim/comm/")
 _ORIGIN_FILE, _LAUNCH_TAIL = "/trtsim/comm/origin.py", "/trtsim/launching.py"
 
 
@@ -171,14 +248,14 @@ def origin_of_frames(frames: Iterable[tuple[str, int, str]]) -> Origin:
     communication layer skipped, and so is a function ``@collective_wrapper`` declares;
     the walk ends at ``call_rank_program`` when the stack has it. Recorded frames name
     functions without their class, so the purpose key has plain names."""
-    frames = [(f, line, name, f.replace("\\", "/")) for f, line, name in frames]
+    paths = [(f, line, name, f.replace("\\", "/")) for f, line, name in frames]
     names, site = [], None
-    for i, (filename, line, name, path) in enumerate(frames):
+    for i, (filename, line, name, path) in enumerate(paths):
         if name == _ENTRY.co_name and path.endswith(_ORIGIN_FILE):
             break
         if any(part in path for part in _LAYER_PARTS) or path.endswith(_LAUNCH_TAIL):
             continue
-        outer = frames[i + 1] if i + 1 < len(frames) else None
+        outer = paths[i + 1] if i + 1 < len(paths) else None
         if outer is not None and outer[2] == _THROUGH.co_name and outer[3].endswith(_ORIGIN_FILE):
             continue                       # a declared wrapper: its caller is the origin
         if site is None:

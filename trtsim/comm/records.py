@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 @dataclass(frozen=True)
 class CallRecord:
     """One rank's entry into one communication call.
@@ -44,6 +46,13 @@ class CallRecord:
     @property
     def is_p2p(self) -> bool:
         return self.group_kind == "p2p"
+
+    @property
+    def route(self) -> tuple[int, int]:
+        """A p2p record's (peer, tag): set on every p2p record, None only on collectives."""
+        if self.peer is None or self.tag is None:
+            raise TypeError(f"{self.op}: a point-to-point record without peer or tag")
+        return self.peer, self.tag
 
     @property
     def group_key(self) -> tuple[str, tuple[int, ...], str]:
@@ -84,6 +93,9 @@ class CallRecord:
         return out
 
 
+_HOST = frozenset((int, float, bool, str, bytes, type(None), list, tuple, dict))
+
+
 def signature_of(payload: Any) -> str:
     """The payload's signature: dtype and shape for tensors, ``object`` for host objects.
 
@@ -92,6 +104,10 @@ def signature_of(payload: Any) -> str:
     number that is an int here and a float there), so they all share one signature. Tensors
     must agree in dtype and shape, as torch.distributed requires.
     """
+    if type(payload) in _HOST:            # the common case, without attribute probes
+        return "object"
+    if isinstance(payload, np.ndarray):   # a host object (numpy 2 gives it a device too)
+        return "object"
     shape = getattr(payload, "shape", None)
     dtype = getattr(payload, "dtype", None)
     if shape is not None and dtype is not None and hasattr(payload, "device"):

@@ -18,11 +18,11 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from .ops import Op, Payload
 from .records import CallRecord
 
 _SITE = re.compile(r"^(?P<file>.*):(?P<line>\d+) in (?P<name>.+)$")
 _TENSOR = re.compile(r"^tensor\[(?P<dtype>\w+), \((?P<shape>[\d, ]*)\)\]$")
-NONBLOCKING = ("isend_object", "isend_tensor", "irecv_object", "irecv_tensor")
 
 
 @dataclass(frozen=True)
@@ -71,11 +71,12 @@ def payload_of(rec: CallRecord) -> Any:
         shape = tuple(int(x) for x in match["shape"].replace(" ", "").split(",") if x)
         return Shaped(match["dtype"], shape)
     n = len(rec.group_ranks)
-    if rec.op in ("allreduce", "reduce"):
-        return 0
-    if rec.op in ("alltoall", "reduce_scatter"):
+    op = Op.of(rec.op)
+    if op.payload is Payload.EACH_LIST:
         return [0] * n
-    if rec.op == "scatter":
+    if op.reduces:
+        return 0
+    if op.payload is Payload.ROOT_LIST:
         return [None] * n if rec.root is not None and rec.group_ranks[rec.root] == rec.rank \
             else None
     return None
@@ -105,12 +106,14 @@ class FrameMaker:
         key = (file, line, qualname, name)
         fn = self._made.get(key)
         if fn is None:
-            line = max(int(line), 1)
-            source = "\n" * (line - 2) + "def _f(_go):\n    return _go()\n" if line > 1 else \
-                "def _f(_go): return _go()\n"
+            # the call sits on the recorded line by moving the code's first line there, not
+            # by padding the source with that many newlines (a recorded 10**8 would cost as
+            # many bytes)
+            line = min(max(int(line), 1), 2 ** 31 - 2)
             scope: dict = {"__name__": "trtsim.replayed"}
-            exec(compile(source, file, "exec"), scope)      # noqa: S102 - our own two lines
-            code = scope["_f"].__code__.replace(co_name=name, co_qualname=qualname)
+            exec(compile("def _f(_go):\n    return _go()\n", file, "exec"), scope)  # noqa: S102
+            code = scope["_f"].__code__.replace(co_name=name, co_qualname=qualname,
+                                                co_firstlineno=line - 1)
             fn = self._made[key] = types.FunctionType(code, scope)
         return fn
 
@@ -123,12 +126,10 @@ class FrameMaker:
 
 def _issue(dist, rec: CallRecord) -> Any:
     payload = payload_of(rec)
+    dist._resume_at(rec)                               # the recorded sequence, not ours
     if rec.is_p2p:
-        channel = ("p2p", rec.group_ranks, rec.tag)
-        dist._seq[channel] = rec.seq - 1               # the recorded sequence, not ours
         return dist._p2p(rec.op, payload, rec.peer, rec.tag, rec.label,
-                         blocking=rec.op not in NONBLOCKING, global_peer=True, api=rec.api)
-    dist._seq[(rec.group_kind, rec.group_ranks)] = rec.seq - 1
+                         blocking=Op.of(rec.op).blocking, global_peer=True, api=rec.api)
     return dist._collective(rec.group_kind, rec.op, payload, rec.label, rec.root,
                             rec.reduce_op, group=rec.group_ranks, comm=rec.comm, api=rec.api)
 

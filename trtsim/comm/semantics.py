@@ -15,12 +15,14 @@ from typing import Any, Callable
 
 import torch
 
+from .ops import Op
+
 # Keyed by reduce_op.OPS names.
 REDUCE_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "sum": operator.add, "prod": operator.mul, "max": max, "min": min,
     "band": operator.and_, "bor": operator.or_, "bxor": operator.xor,
 }
-_TENSOR_REDUCE = {"sum": torch.add, "prod": torch.mul, "max": torch.maximum, "min": torch.minimum,
+_TENSOR_REDUCE: dict[str, Callable[[Any, Any], Any]] = {"sum": torch.add, "prod": torch.mul, "max": torch.maximum, "min": torch.minimum,
                   "band": torch.bitwise_and, "bor": torch.bitwise_or, "bxor": torch.bitwise_xor}
 _IMMUTABLE = (int, float, bool, str, bytes, type(None), complex)
 
@@ -115,22 +117,24 @@ def reduce_scatter(payloads: list[Any], op: str) -> list[Any]:
 def execute(op: str, payloads: list[Any], root: int | None, reduce_op: str | None) -> list[Any]:
     """The per-member results of one collective (members in group order). ``split`` is a
     communicator split: an all-gather of every member's (color, key)."""
-    if op in ("allgather", "split"):
-        return allgather(payloads)
-    if op == "broadcast":
-        return broadcast(payloads, root or 0)
-    if op == "gather":
-        return gather(payloads, root or 0)
-    if op == "allreduce":
-        return allreduce(payloads, reduce_op or "sum")
-    if op == "reduce":
-        return reduce_to(payloads, root or 0, reduce_op or "sum")
-    if op == "scatter":
-        return scatter(payloads, root or 0)
-    if op == "alltoall":
-        return alltoall(payloads)
-    if op == "reduce_scatter":
-        return reduce_scatter(payloads, reduce_op or "sum")
-    if op == "barrier":
-        return [None for _ in payloads]
-    raise ValueError(f"unknown collective op {op!r}")
+    op = Op.of(op)
+    if op.p2p:
+        raise ValueError(f"{op.value!r} is a point-to-point op, not a collective")
+    reduce_op = (reduce_op or "sum") if op.reduces else None
+    root = (root or 0) if op.rooted else None
+    return _EXECUTE[op](payloads, root, reduce_op)
+
+
+# How each collective computes (the arguments its op's table row says it takes).
+_EXECUTE: dict[Op, Callable[[list, Any, Any], list]] = {
+    Op.ALLGATHER: lambda p, root, red: allgather(p),
+    Op.SPLIT: lambda p, root, red: allgather(p),
+    Op.BROADCAST: lambda p, root, red: broadcast(p, root),
+    Op.GATHER: lambda p, root, red: gather(p, root),
+    Op.ALLREDUCE: lambda p, root, red: allreduce(p, red),
+    Op.REDUCE: lambda p, root, red: reduce_to(p, root, red),
+    Op.SCATTER: lambda p, root, red: scatter(p, root),
+    Op.ALLTOALL: lambda p, root, red: alltoall(p),
+    Op.REDUCE_SCATTER: lambda p, root, red: reduce_scatter(p, red),
+    Op.BARRIER: lambda p, root, red: [None for _ in p],
+}

@@ -1,17 +1,22 @@
 """Perf runs: count the control plane on trtsim's executor, then simulate the benchmark three
-times, with every host price at the low (p10), central (mean) and high (p90) end of its
-measured spread: the prediction and its band."""
+times, with every host price at the low, central and high end of its measurement's
+uncertainty (``perf.host_collectives``): the prediction and its band."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, replace
 
 from ..perf.host_collectives import HOST_COLLECTIVES, QUANTILES
-from ..perf.serving_sim import PerfConfig, SimResult, simulate
+from ..perf.serving_sim import SimResult, simulate
+from ..perf.step_terms import mean_step, mean_terms
 from ..scenario.perf import PerfScenario, load_perf
 from ..timeline.trace import server_trace
 from .control_plane import measure_control_plane
+
+# Steps a perf trace keeps by default, shared evenly by the servers: about 6 MB of JSON (a
+# step is three slices of about 105 bytes). The 5.3 benchmark simulates 300,000 steps (94 MB).
+TRACE_STEPS = 20_000
 
 
 @dataclass
@@ -35,10 +40,13 @@ class PerfResult:
     def holds(self) -> bool:
         return True
 
-    def trace_events(self) -> dict:
+    def trace_events(self, max_steps: int | None = TRACE_STEPS) -> dict:
         """The simulated servers' steps as a Perfetto trace, each step split into its
         control plane (the host collectives counted on the executor, priced) and the rest
-        (forward pass, transfers' polling): the part a control-plane change moves."""
+        (forward pass, transfers' polling): the part a control-plane change moves. A server
+        with more than its share of ``max_steps`` shows every k-th step, and says so in its
+        label (``None``: every step)."""
+        shown, strides = _sample_steps(self.sim.events, max_steps)
         steps = {"prefill": ("ctx", sum(e[0].startswith("ctx") for e in self.sim.events)),
                  "generation": ("gen", sum(e[0].startswith("gen") for e in self.sim.events))}
         b = self.breakdown
@@ -61,8 +69,16 @@ class PerfResult:
             return out
 
         labels = {role: f"control plane per rank-iteration: {_calls(getattr(self.control, role))}"
+                        f"; per request: {_calls(getattr(self.control, role + '_per_request'))}"
                   for role in ("ctx", "gen")}
-        return server_trace(self.sim.events, parts, lambda server: labels.get(server[:3], ""))
+
+        def label(server):
+            text = labels.get(server[:3], "")
+            stride, total = strides[server]
+            if stride > 1:
+                text += f"; 1 step in {stride} of its {total:,} shown"
+            return text
+        return server_trace(shown, parts, label)
 
     @property
     def band(self) -> dict[str, tuple[float, float]]:
@@ -81,13 +97,22 @@ class PerfResult:
         return rows
 
     def step_summary(self) -> str:
-        """Mean generation step and its parts, and how many steps were host-bound."""
+        """Each role's mean step and its terms (step = gpu + host work + latency + wait -
+        overlap), and how many generation steps were host-bound."""
+        lines = []
+        for role, name in (("gen", "generation"), ("ctx", "prefill")):
+            t = mean_terms(self.breakdown, role)
+            if t is None:
+                continue
+            n = int(self.breakdown[f"{role}_steps"])
+            lines.append(f"{name} step (mean over {n:,}): {mean_step(t) * 1e3:.3f} ms = gpu "
+                         f"{t['gpu'] * 1e3:.3f} + host work {t['host_work'] * 1e3:.3f} + "
+                         f"latency {t['latency'] * 1e3:.3f} + wait {t['wait'] * 1e3:.3f} - "
+                         f"overlap {t['overlap'] * 1e3:.3f} ms")
         b = self.breakdown
-        n = b.get("gen_steps", 0) or 1
-        parts = [f"{k[4:]} {b.get(k, 0.0) / n * 1e3:.3f} ms" for k in (
-            "gen_compute", "gen_worker_overhead", "gen_host_work", "gen_control_plane")]
-        return (f"generation step (mean over {int(n)}): " + ", ".join(parts)
-                + f"; host-bound {b.get('gen_host_bound_steps', 0) / n:.0%}")
+        if b.get("gen_steps"):
+            lines[0] += f"; host-bound {b.get('gen_host_bound_steps', 0) / b['gen_steps']:.0%}"
+        return "\n".join(lines)
 
     def summary(self) -> str:
         c = self.scenario.config
@@ -95,7 +120,7 @@ class PerfResult:
                  f"({_describe(c.ctx)}), gen {c.gen.servers}x({_describe(c.gen)})"
                  f", sticky_skip {self.scenario.sticky_skip}, runtime {c.runtime}",
                  f"control plane counted on {self.control.source}; calls per forward "
-                 f"rank-iteration:", self.control.table(),
+                 f"rank-iteration and per request:", self.control.table(),
                  f"host collectives priced from {c.host_backend}: {self.price_source}",
                  self.step_summary()]
         width = max(len(k) for k in self.metrics)
@@ -117,9 +142,11 @@ class PerfResult:
         return {"kind": "perf", "scenario": self.scenario.name, "source": self.scenario.source,
                 "verdict": self.verdict, "holds": True, "metrics": self.metrics,
                 "control_plane": {
-                    role: [{"group_size": size, "meet": meet, "calls_per_rank_iteration": n}
+                    role: [{"group_size": size, "meet": meet, per: n}
+                           for attr, per in ((role, "calls_per_rank_iteration"),
+                                             (f"{role}_per_request", "calls_per_request"))
                            for meet in ("sync", "aligned", "rooted")
-                           for size, n in getattr(getattr(self.control, role), meet)]
+                           for size, n in getattr(getattr(self.control, attr), meet)]
                     for role in ("ctx", "gen")},
                 "band": {k: list(v) for k, v in self.band.items()},
                 "breakdown": self.breakdown, "comparison": [
@@ -134,11 +161,22 @@ def run_perf(source, overrides: dict | None = None) -> PerfResult:
     t0 = time.perf_counter()
     c = scen.config
     control = measure_control_plane(c.ctx, c.gen, scen.transceiver, scen.executor.version)
-    base = {**{f.name: getattr(c, f.name) for f in fields(c)}, "control": control}
-    sims = {q: simulate(PerfConfig(**{**base, "price_quantile": q})) for q in QUANTILES}
+    sims = {q: simulate(replace(c, control=control, price_quantile=q)) for q in QUANTILES}
     sim = sims["central"]
     return PerfResult(scen, sim.metrics, sim.breakdown, control, time.perf_counter() - t0, sim,
                       {q: r.metrics for q, r in sims.items()})
+
+
+def _sample_steps(events: list[tuple], max_steps: int | None) -> tuple[list, dict]:
+    """Every k-th step of each server whose steps exceed its even share of ``max_steps``
+    (the steps kept are whole and at their true times), and server -> (k, its steps)."""
+    by_server: dict[str, list] = {}
+    for e in events:
+        by_server.setdefault(e[0], []).append(e)
+    share = max(1, max_steps // max(1, len(by_server))) if max_steps else None
+    strides = {s: (-(-len(evs) // share) if share else 1, len(evs)) for s, evs in by_server.items()}
+    kept = [e for s, evs in by_server.items() for e in evs[::strides[s][0]]]
+    return kept, strides
 
 
 def _calls(collectives) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..comm.errors import CollectiveError, verdict_of
+from ..comm.errors import CollectiveError, SchedulerStalled, verdict_of
 from ..comm.launcher import LaunchConfig, run_ranks
 from ..comm.reissue import replay_program
 from ..layout.parallel import ParallelLayout
@@ -97,9 +97,7 @@ def run_replay(replay: Replay, seed: int | None = None, backend: str | None = No
         out = run_ranks(instances_of(replay), replay_program, (replay.scripts, {}),
                         LaunchConfig("inproc", replay.guard, seed, replay.timeout),
                         progress=progress)
-    except RuntimeError as exc:           # ranks parked in calls no wait-for edge explains
-        if not str(exc).startswith("inproc scheduler"):
-            raise
+    except SchedulerStalled:              # ranks parked in calls no wait-for edge explains
         raise ScenarioError(f"{replay.source}: ranks: the recorded calls leave ranks waiting "
                             "where no peer is missing: sequences that no run makes (edited?)") \
             from None

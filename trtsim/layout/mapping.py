@@ -21,6 +21,7 @@ from __future__ import annotations
 import enum
 from dataclasses import KW_ONLY, dataclass, field, replace
 
+from . import device_mesh
 from .parallel import GROUP_KINDS, ParallelLayout, pp_layer_split
 
 __all__ = ["CpType", "Mapping", "GROUP_KINDS", "ParallelLayout", "pp_layer_split"]
@@ -319,6 +320,22 @@ class Mapping:
         """This rank's contiguous slice of the experts."""
         per = num_experts // self.moe_ep_size
         return list(range(self.moe_ep_rank * per, (self.moe_ep_rank + 1) * per))
+
+    # -- TensorRT-LLM's device mesh (``device_mesh``: the mesh is run-time state, kept aside) --
+    def build_mesh(self) -> None:
+        """The torch DeviceMesh of this layout, as TensorRT-LLM's ``TorchDist`` builds it
+        (inside a launched rank, with torch.distributed initialised)."""
+        device_mesh.build_mesh(self)
+
+    tp_group_pg = property(lambda self: device_mesh.group_pg(self, "tp"))
+    pp_group_pg = property(lambda self: device_mesh.group_pg(self, "pp"))
+    cp_group_pg = property(lambda self: device_mesh.group_pg(self, "cp"))
+    moe_tp_group_pg = property(lambda self: device_mesh.group_pg(self, "moe_tp"))
+    moe_ep_group_pg = property(lambda self: device_mesh.group_pg(self, "moe_ep"))
+
+    def __getstate__(self) -> dict:
+        # a built mesh belongs to the process that built it; it never travels
+        return {k: v for k, v in self.__dict__.items() if k != device_mesh._ATTR}
 
     def repurpose_helix_cp_to_tp(self) -> "Mapping":
         """The same ranks with helix CP folded into TP (cp=1, tp=tp*cp)."""

@@ -1,18 +1,24 @@
 """Host-object collectives on a host-bound critical path, priced from a measurement.
 
-A collective among n ranks, entered after host work w by every member, costs one rank
+A host collective among n ranks costs one rank
 
-    latency(n)      the call itself when every member arrives together (measured after a barrier)
-  + excess(n, w)    the wait for the slowest member: E[max_j w_j] - E[w] (measured per iteration
-                    of a host-bound loop of n ranks; where the loop did not run with n ranks,
-                    from the measured distribution of w by order statistics, i.i.d. members)
+    latency(n)      the call itself when every member arrives together (measured after a
+                    barrier), paid by every call
+    wait(n, W)      the wait for the slowest member, paid once per iteration that re-syncs the
+                    members: W x (E[max of n draws of X] - 1), where W is the iteration's host
+                    work and X a rank's host time for a fixed unit of work relative to its mean
+                    (the measured per-rank distribution: spread / work)
 
 The figures are what ``benchmarks/bench_host_gather.py`` writes (``data/host_gather.json``;
-swapping in a new run changes nothing but numbers). Each price is read at one of three
-``quantiles`` of the measured spread: ``low`` (p10), ``central`` (the mean: what a long run
-accumulates) and ``high`` (p90). Between measured rank counts latency is interpolated linearly
-(extrapolated from the last two beyond them); between measured work sizes the excess is
-interpolated linearly from (0, 0) and held at the largest measured work beyond it.
+swapping in a new run changes nothing but numbers): ranks pinned one per physical core, GC
+frozen, each rank count launched several times. Each price is read at one of three
+``quantiles`` of the measurement's uncertainty: ``central`` (latency: the mean over every call;
+wait: the order statistic of the distribution pooled over the runs), ``low`` and ``high`` (the
+lowest and highest of the same figure computed run by run). Between measured rank counts
+latency is interpolated linearly (the central figure extrapolated from the last two beyond
+them, its band scaled like the nearest measured point's); the wait draws n times from the
+distribution measured at the rank count nearest n, for the unit of work nearest W (by ratio),
+its relative spread held for W.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ QUANTILES = ("low", "central", "high")
 
 @dataclass(frozen=True)
 class Spread:
-    """One measured price (seconds): p10, mean, p90."""
+    """One measured price: the central figure and the lowest and highest run's."""
 
     low: float
     central: float
@@ -37,16 +43,15 @@ class Spread:
         for name in ("low", "central", "high"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
-                raise ValueError(f"Spread.{name}={v!r} must be a finite number >= 0 (seconds)")
-        if self.low > self.high:
-            raise ValueError(f"Spread.low={self.low!r} exceeds Spread.high={self.high!r}")
+                raise ValueError(f"Spread.{name}={v!r} must be a finite number >= 0")
+        if not self.low <= self.central <= self.high:
+            raise ValueError(f"Spread({self.low!r}, {self.central!r}, {self.high!r}) must hold "
+                             f"low <= central <= high")
 
     @classmethod
-    def from_row(cls, row: dict) -> "Spread":
-        """From a benchmark row in microseconds (p10_us, mean_us or p50_us, p90_us)."""
-        central = row.get("mean_us", row["p50_us"]) * 1e-6
-        return cls(min(row["p10_us"] * 1e-6, central), central,
-                   max(row["p90_us"] * 1e-6, central))
+    def of_runs(cls, central: float, per_run: list[float]) -> "Spread":
+        """``central`` with the runs' lowest and highest figures around it."""
+        return cls(min([central, *per_run]), central, max([central, *per_run]))
 
     def at(self, quantile: str) -> float:
         if quantile not in QUANTILES:
@@ -56,64 +61,76 @@ class Spread:
 
 @dataclass(frozen=True)
 class LatencyPoint:
-    """A collective's latency among ``ranks`` members of one backend, for one payload."""
+    """A collective's latency (seconds) among ``ranks`` members of one backend, one payload."""
 
     backend: str
     ranks: int
     collective: str          # allgather | bcast
     payload: str             # ids | outcome_empty | outcome
     spread: Spread
-    source: str = ""
 
 
 @dataclass(frozen=True)
-class LoopPoint:
-    """The host-bound loop of ``ranks`` members doing ``work_s`` each per iteration."""
+class JitterPoint:
+    """The per-rank host time of a fixed unit of work, relative to its mean, run by run."""
 
     backend: str
     ranks: int
-    work_s: float                          # median measured work per rank-iteration
-    excess: Spread                         # slowest member minus the mean member, per iteration
-    work_quantiles_s: tuple[float, ...]    # 101 quantiles of the work per rank-iteration
-    source: str = ""
+    work_s: float                              # the unit's median measured time
+    runs: tuple[tuple[float, ...], ...]        # per launch: quantiles of work / mean work
 
     def __post_init__(self) -> None:
-        if len(self.work_quantiles_s) < 2 or list(self.work_quantiles_s) != sorted(
-                self.work_quantiles_s):
-            raise ValueError(f"LoopPoint.work_quantiles_s={self.work_quantiles_s!r} must be "
-                             f"ascending quantiles")
+        if not self.runs or any(len(q) < 2 or list(q) != sorted(q) for q in self.runs):
+            raise ValueError(f"JitterPoint.runs of {self.ranks} ranks at {self.work_s:.4g} s "
+                             f"must hold ascending quantiles for every run")
+
+    def relative_wait(self, n: int) -> Spread:
+        """E[max of n draws] - 1: pooled over the runs (central) and run by run."""
+        pooled = tuple(sorted(q for run in self.runs for q in run))
+        return Spread.of_runs(expected_excess(pooled, n),
+                              [expected_excess(run, n) for run in self.runs])
 
 
 def expected_excess(quantiles: tuple[float, ...], n: int) -> float:
     """E[max of n i.i.d. draws] - E[draw] for the distribution given by equal-weight points."""
     xs = sorted(quantiles)
     m = len(xs)
-    top = sum(x * ((k + 1) ** n - k ** n) for k, x in enumerate(xs)) / m ** n
-    return top - sum(xs) / m
+    top = sum(x * (((k + 1) / m) ** n - (k / m) ** n) for k, x in enumerate(xs))
+    return max(0.0, top - sum(xs) / m)
 
 
-def _interp(points: list[tuple[float, float]], x: float, extrapolate: bool) -> float:
-    """Piecewise-linear y(x) through ``points``; beyond them linear from the two end points
-    (``extrapolate``) or held at the end value."""
+def _interp(points: list[tuple[float, float]], x: float) -> float:
+    """Piecewise-linear y(x) through ``points``, linear from the two end points beyond them."""
     pts = sorted(dict(points).items())
     if len(pts) == 1:
         return pts[0][1]
-    if x <= pts[0][0] or x >= pts[-1][0]:
-        (x0, y0), (x1, y1) = pts[:2] if x <= pts[0][0] else pts[-2:]
-        if not extrapolate:
-            return y0 if x <= pts[0][0] else y1
+    if x <= pts[0][0]:
+        (x0, y0), (x1, y1) = pts[:2]
+    elif x >= pts[-1][0]:
+        (x0, y0), (x1, y1) = pts[-2:]
     else:
         (x0, y0), (x1, y1) = next((a, b) for a, b in zip(pts, pts[1:]) if a[0] <= x <= b[0])
     return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
 
 
+def _priced(row: dict, where: str) -> dict:
+    """A row the prices may use: measured on pinned ranks, none oversubscribed."""
+    if row.get("oversubscribed") or not row.get("pinned", False):
+        what = "oversubscribed" if row.get("oversubscribed") else "unpinned"
+        raise ValueError(f"host_gather.json: {where} row of {row.get('ranks')} "
+                         f"{row.get('backend')} ranks is {what}: such runs belong under "
+                         f"'excluded', never among the prices")
+    return row
+
+
 @dataclass(frozen=True)
 class HostCollectiveData:
-    """A benchmark run's latency and loop points, with what it was measured on."""
+    """A benchmark run's latency and jitter points, with what it was measured on."""
 
     latency: tuple[LatencyPoint, ...]
-    loops: tuple[LoopPoint, ...]
+    jitter: tuple[JitterPoint, ...]
     source: str = ""
+    excluded: tuple[str, ...] = ()      # why each measured launch is not among the prices
 
     def __post_init__(self) -> None:
         if not self.latency:
@@ -121,17 +138,28 @@ class HostCollectiveData:
 
     @classmethod
     def from_dict(cls, data: dict) -> "HostCollectiveData":
-        """From the JSON ``benchmarks/bench_host_gather.py`` writes."""
-        lat = tuple(LatencyPoint(r["backend"], int(r["ranks"]), r["collective"], r["payload"],
-                                 Spread.from_row(r), r.get("source", "")) for r in data["latency"])
-        loops = tuple(LoopPoint(j["backend"], int(j["ranks"]), j["work"]["p50_us"] * 1e-6,
-                                Spread.from_row(j["excess"]),
-                                tuple(q * 1e-6 for q in j["work_quantiles_us"]),
-                                j.get("source", "")) for j in data.get("jitter", ()))
+        """From the JSON ``benchmarks/bench_host_gather.py`` writes (schema 2)."""
+        if data.get("schema") != 2:
+            raise ValueError(f"host_gather.json: schema={data.get('schema')!r}; expected 2 (run "
+                             f"benchmarks/bench_host_gather.py again)")
+        groups: dict[tuple, list[dict]] = {}
+        for row in data["latency"]:
+            groups.setdefault((row["backend"], int(row["ranks"]), row["collective"],
+                               row["payload"]), []).append(_priced(row, "latency"))
+        latency = tuple(LatencyPoint(*key, _latency_spread(rows)) for key, rows in groups.items())
+        loops: dict[tuple, list[dict]] = {}
+        for row in data.get("jitter", ()):
+            loops.setdefault((row["backend"], int(row["ranks"]), row["work_us_target"]),
+                             []).append(_priced(row, "jitter"))
+        jitter = tuple(JitterPoint(backend, ranks, _median([r["work"]["p50_us"] for r in rows])
+                                   * 1e-6, tuple(tuple(r["relative_quantiles"]) for r in rows))
+                       for (backend, ranks, _), rows in loops.items())
         info = data.get("info", {})
-        return cls(lat, loops, info.get("source") or
+        excluded = tuple(sorted({f"{r['backend']} {r['ranks']} ranks, run {r.get('run', 0)}: "
+                                 f"{r.get('why', '')}" for r in data.get("excluded", ())}))
+        return cls(latency, jitter, info.get("source") or
                    f"{info.get('command', '?')} on {info.get('cpus', '?')} CPUs "
-                   f"({info.get('cpu_model', '?')}), {info.get('date', '?')}")
+                   f"({info.get('cpu_model', '?')}), {info.get('date', '?')}", excluded)
 
     def latency_s(self, backend: str, n: int, collective: str = "allgather",
                   payload: str = "ids", quantile: str = "central") -> float:
@@ -140,27 +168,48 @@ class HostCollectiveData:
         if n <= 1:
             return 0.0
         for coll, pay in ((collective, payload), (collective, "ids"), ("allgather", "ids")):
-            pts = [(p.ranks, p.spread.at(quantile)) for p in self.latency
+            pts = [p for p in self.latency
                    if (p.backend, p.collective, p.payload) == (backend, coll, pay)]
-            if pts:
-                return max(0.0, _interp(pts, n, extrapolate=True))
+            if not pts:
+                continue
+            inside = min(p.ranks for p in pts) <= n <= max(p.ranks for p in pts)
+            if inside or quantile == "central":
+                return max(0.0, _interp([(p.ranks, p.spread.at(quantile)) for p in pts], n))
+            # beyond the measured counts: the central trend, scaled like the nearest point's
+            # band (extrapolating each end separately could cross them)
+            end = min(pts, key=lambda p: abs(p.ranks - n)).spread
+            scale = end.at(quantile) / end.central if end.central else 1.0
+            return max(0.0, _interp([(p.ranks, p.spread.central) for p in pts], n)) * scale
         raise ValueError(f"backend={backend!r}: no measured latency (known: "
                          f"{', '.join(sorted({p.backend for p in self.latency}))})")
 
-    def excess_s(self, backend: str, n: int, work_s: float, quantile: str = "central") -> float:
+    def jitter_point(self, backend: str, n: int, work_s: float) -> JitterPoint | None:
+        """The distribution the wait draws from: this backend's if measured (else any: the
+        spread is the host's work, not the collective's), at the rank count nearest ``n``,
+        for the unit nearest ``work_s`` by ratio."""
+        own = [p for p in self.jitter if p.backend == backend] or list(self.jitter)
+        if not own:
+            return None
+        ranks = min({p.ranks for p in own}, key=lambda r: (abs(r - n), -r))
+        return min((p for p in own if p.ranks == ranks),
+                   key=lambda p: abs(math.log(p.work_s / work_s)))
+
+    def wait_s(self, backend: str, n: int, work_s: float, quantile: str = "central") -> float:
         """The wait for the slowest of ``n`` members after ``work_s`` of host work each."""
-        if n <= 1 or work_s <= 0 or not self.loops:
-            return 0.0
-        own = [p for p in self.loops if p.backend == backend] or list(self.loops)
-        measured = min({p.ranks for p in own}, key=lambda r: (abs(r - n), -r))
-        rows = [p for p in own if p.ranks == measured]
-        value = _interp([(0.0, 0.0)] + [(p.work_s, p.excess.at(quantile)) for p in rows],
-                        work_s, extrapolate=False)
-        if measured == n:
-            return value
-        nearest = min(rows, key=lambda p: abs(p.work_s - work_s))
-        base = expected_excess(nearest.work_quantiles_s, measured)
-        return value * expected_excess(nearest.work_quantiles_s, n) / base if base > 0 else 0.0
+        point = self.jitter_point(backend, n, work_s) if n > 1 and work_s > 0 else None
+        return 0.0 if point is None else work_s * point.relative_wait(n).at(quantile)
+
+
+def _median(values: list[float]) -> float:
+    s = sorted(values)
+    return (s[(len(s) - 1) // 2] + s[len(s) // 2]) / 2
+
+
+def _latency_spread(rows: list[dict]) -> Spread:
+    """Seconds: the mean over every call of every run, and the runs' lowest and highest means."""
+    calls = sum(r["samples"] for r in rows)
+    central = sum(r["mean_us"] * r["samples"] for r in rows) / calls
+    return Spread.of_runs(central * 1e-6, [r["mean_us"] * 1e-6 for r in rows])
 
 
 def load_host_collectives(path: str | None = None) -> HostCollectiveData:

@@ -4,17 +4,20 @@ The host thread of each rank runs the iteration's Python work (scheduling, input
 request bookkeeping) and enters every host-object collective in turn, so those collectives sit
 on the host's critical path:
 
-    host  = host_work + sum of the iteration's host collectives' prices
-    step  = max(gpu, host)     overlap scheduler on (TensorRT-LLM's default): the host prepares
-                               and launches iteration N+1 while the GPU runs N
-    step  = gpu + host         overlap scheduler off (disable_overlap_scheduler: true)
+    host  = host_work + latency + wait
+    step  = gpu + host - overlap,  overlap = min(gpu, host) with the overlap scheduler (TRT-LLM's
+            default: the host prepares and launches iteration N+1 while the GPU runs N), else 0
 
-A collective's price (``host_collectives``): every gather that follows host work is a point
-where the members wait for the slowest of them (latency + excess over the host work since the
-previous such point: the iteration's host work split evenly between its sync points); a gather
-entered right after another one of the same call (the outcome after its consensus, a PP
-consensus after the TP one) finds its members aligned and costs its latency; a rooted call
-(a broadcast, a gather to one root) costs its latency: the members do not wait for each other.
+``latency``: every host collective's own price (``host_collectives``), call by call. ``wait``:
+a gather that follows host work (``sync``) makes every member wait for the slowest one; the
+members' host times differ by the spread of the whole iteration's host work, so an iteration
+that re-syncs pays that wait once, whatever the number of its sync gathers (the first finds
+the members apart, the rest find them together): expected max of n draws over the largest
+group that re-syncs, times the chance that the iteration re-syncs at all (a rate below one
+call per iteration: that share of the iterations). A gather entered right after another of the
+same call (``aligned``) and a rooted call (a broadcast, a gather to one root: nobody waits for
+the others) add their latency only. So a skipped gather removes its latency and the re-syncs it
+forced, and nothing else: the spread stays in the host work of every rank.
 """
 
 from __future__ import annotations
@@ -35,11 +38,18 @@ def _check_counts(owner: str, **counts: Counts) -> None:
                                  f"calls >= 0)")
 
 
+def _add(a: Counts, b: Counts, times: float) -> Counts:
+    out = dict(a)
+    for size, calls in b:
+        out[size] = out.get(size, 0.0) + calls * times
+    return tuple(sorted((s, c) for s, c in out.items() if c))
+
+
 @dataclass(frozen=True)
 class HostCollectives:
     """The host-object collectives one rank enters per iteration, by kind and group size."""
 
-    sync: Counts = ()         # gathers after host work: latency + the wait for the slowest
+    sync: Counts = ()         # gathers after host work: latency + a re-sync of the members
     aligned: Counts = ()      # gathers right after another of the same call: latency
     rooted: Counts = ()       # broadcasts and gathers to a root: latency
 
@@ -55,10 +65,30 @@ class HostCollectives:
         return sum(calls for rows in (self.sync, self.aligned, self.rooted)
                    for size, calls in rows if size > 1)
 
+    def plus(self, other: "HostCollectives", times: float = 1.0) -> "HostCollectives":
+        """These calls and ``times`` x ``other``'s (an iteration with request events)."""
+        if not times:
+            return self
+        return HostCollectives(_add(self.sync, other.sync, times),
+                               _add(self.aligned, other.aligned, times),
+                               _add(self.rooted, other.rooted, times))
+
+
+@dataclass(frozen=True)
+class HostPath:
+    """What an iteration's host collectives add to its host critical path (seconds)."""
+
+    latency_s: float = 0.0
+    wait_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        return self.latency_s + self.wait_s
+
 
 @dataclass(frozen=True)
 class HostPrices:
-    """The measured prices of one backend, read at one quantile of their spread."""
+    """The measured prices of one backend, read at one quantile of their uncertainty."""
 
     backend: str = "mpi"
     quantile: str = "central"
@@ -70,25 +100,36 @@ class HostPrices:
                              f"{', '.join(QUANTILES)}")
         self.data.latency_s(self.backend, 2)       # raises naming the backend if unmeasured
 
+    def host_path(self, colls: HostCollectives, host_work_s: float) -> HostPath:
+        """The latency of every call and the iteration's one wait for the slowest member."""
+        d, b, q = self.data, self.backend, self.quantile
+        latency = sum(calls * d.latency_s(b, n, quantile=q)
+                      for n, calls in colls.sync + colls.aligned)
+        latency += sum(calls * d.latency_s(b, n, "bcast", quantile=q) for n, calls in colls.rooted)
+        groups = [n for n, calls in colls.sync if n > 1 and calls > 0]
+        wait = min(1.0, colls.sync_points) * d.wait_s(b, max(groups), host_work_s, q) \
+            if groups else 0.0
+        return HostPath(latency, wait)
+
     def collectives_s(self, colls: HostCollectives, host_work_s: float) -> float:
         """Seconds the iteration's host collectives add to its host critical path."""
-        d, b, q = self.data, self.backend, self.quantile
-        segment = host_work_s / max(1.0, colls.sync_points)
-        total = sum(calls * (d.latency_s(b, n, quantile=q) + d.excess_s(b, n, segment, q))
-                    for n, calls in colls.sync)
-        total += sum(calls * d.latency_s(b, n, quantile=q) for n, calls in colls.aligned)
-        total += sum(calls * d.latency_s(b, n, "bcast", quantile=q) for n, calls in colls.rooted)
-        return total
+        return self.host_path(colls, host_work_s).total_s
 
 
 @dataclass(frozen=True)
 class IterationTime:
-    """Where one iteration's time goes (seconds)."""
+    """Where one iteration's time goes (seconds): step = gpu + host - overlap."""
 
     gpu_s: float
     host_work_s: float
-    collectives_s: float
+    latency_s: float
+    wait_s: float
+    overlap_s: float
     step_s: float
+
+    @property
+    def collectives_s(self) -> float:
+        return self.latency_s + self.wait_s
 
     @property
     def host_s(self) -> float:
@@ -100,14 +141,16 @@ class IterationTime:
         return "host" if self.host_s > self.gpu_s else "gpu"
 
 
-def iteration_time(gpu_s: float, host_work_s: float, collectives_s: float,
+def iteration_time(gpu_s: float, host_work_s: float, path: HostPath | float,
                    overlap: bool) -> IterationTime:
-    """One iteration of an executor rank (see the module docstring); ``collectives_s`` is
-    ``HostPrices.collectives_s`` of the iteration's collectives."""
+    """One iteration of an executor rank (see the module docstring); ``path`` is
+    ``HostPrices.host_path`` of the iteration's collectives (a number: latency alone)."""
+    path = path if isinstance(path, HostPath) else HostPath(path)
     for name, v in (("gpu_s", gpu_s), ("host_work_s", host_work_s),
-                    ("collectives_s", collectives_s)):
+                    ("latency_s", path.latency_s), ("wait_s", path.wait_s)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf"):
             raise ValueError(f"{name}={v!r} must be a finite number >= 0 (seconds)")
-    host = host_work_s + collectives_s
-    return IterationTime(gpu_s, host_work_s, collectives_s,
-                         max(gpu_s, host) if overlap else gpu_s + host)
+    host = host_work_s + path.total_s
+    hidden = min(gpu_s, host) if overlap else 0.0
+    return IterationTime(gpu_s, host_work_s, path.latency_s, path.wait_s, hidden,
+                         gpu_s + host - hidden)

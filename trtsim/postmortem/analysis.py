@@ -23,16 +23,20 @@ from ..comm.guard.waitfor import (BLOCKED, DONE, FAILED, RankState, deadlock_err
 from .align import Alignment, align
 from .history import CALL_LOG, gc_paused
 from .inputs import Job
+from .skips import behind
 
 
 @dataclass(frozen=True)
 class Analysis:
-    """What the files of one job show: the report (None: consistent) and notes."""
+    """What the files of one job show: the report (None: consistent) and notes. ``error``
+    is the report the live guard would have given (a replay reproduces it); ``likely``, when
+    set, is what the whole histories say instead of its ``likely:`` line (``skips``)."""
 
     job: Job
     alignment: Alignment
     error: CollectiveError | None
     notes: tuple[str, ...]
+    likely: str = ""               # the post-mortem's likely line, where the counts tell more
 
     @property
     def verdict(self) -> str:
@@ -53,12 +57,25 @@ class Analysis:
                  f"{_n(self.calls, 'call')} ({', '.join(folder)})",
                  f"verdict: {self.verdict}"]
         lines += [f"note: {n}" for n in self.notes]
-        if self.error is None:
+        if self.error is None and self.job.missing:     # the notes name the missing ranks
+            lines.append("no violation among the ranks that left a file; the missing ranks "
+                         "cannot be judged (exit status 1)")
+        elif self.error is None:
             lines.append("consistent: at every group sequence the members' calls agree, and no "
                          "rank waits for one that cannot come")
         else:
-            lines.append(str(self.error))
+            lines.append(self.report())
         return "\n".join(lines)
+
+    def report(self) -> str:
+        """The report as the live guard prints it, its ``likely:`` line the post-mortem's
+        where that says more."""
+        text = str(self.error) if self.error is not None else ""
+        if self.likely and self.error.explanation:
+            old = f"  likely: {self.error.explanation}"
+            text = text[:text.rindex(old)] + f"  likely: {self.likely}" + \
+                text[text.rindex(old) + len(old):]
+        return text
 
     def to_dict(self) -> dict:
         """JSON-ready (docs/JSON.md, trtsim/analyze)."""
@@ -66,7 +83,7 @@ class Analysis:
                 "form": self.job.form, "calls": self.calls,
                 "files": [h.source for h in self.job.histories],
                 "error": self.error.to_dict() if self.error else None,
-                "notes": list(self.notes),
+                "notes": list(self.notes), "missing_ranks": list(self.job.missing),
                 "groups": [{"name": g.name, "kind": g.key[0], "ranks": list(g.members),
                             "sequences": len(g.at), "start": g.start,
                             "last": {str(r): s for r, s in sorted(g.last.items())},
@@ -163,4 +180,4 @@ def _analyze(job: Job) -> Analysis:
     if error is None and any(h.form != CALL_LOG for h in alignment.histories):
         notes.append("the Flight Recorder records no p2p call on gloo: ranks blocked in "
                      "send/recv leave no entry (trtsim's call logs record them)")
-    return Analysis(job, alignment, error, tuple(notes))
+    return Analysis(job, alignment, error, tuple(notes), behind(alignment, error))

@@ -14,13 +14,20 @@ from __future__ import annotations
 import io
 import json
 import operator
+import os
 import pickle
 import re
+import stat
 from dataclasses import dataclass
 
+from ..checks import (MAX_DEPTH, MAX_ENTRIES, MAX_INPUT_BYTES, MAX_LINE, MAX_RANKS, excerpt,
+                      json_depth_within)
 from .history import FR_JSON, FR_PICKLE, BadDump
 
-_NAME = re.compile(r"^(?P<prefix>.*?)(?P<rank>\d+)(?P<json>\.json)?$")
+# <prefix><rank>[.<extension>]: any prefix (torch's default, nccl_trace_rank_, rank_), the rank
+# the digits before the extension
+_NAME = re.compile(r"^(?P<prefix>.*?)(?P<rank>\d+)(?P<ext>\.[A-Za-z][A-Za-z0-9]*)?$")
+NOT_DUMPS = (".yaml", ".yml", ".txt", ".md", ".log", ".py", ".csv", ".html", ".png", ".svg")
 _VERSION = re.compile(r"^2\.\d+$")
 _FRAME = operator.itemgetter("filename", "line", "name")
 
@@ -49,7 +56,8 @@ class FREntry:
 @dataclass(frozen=True)
 class FRDump:
     """One rank's dump. ``pg_ranks``: the groups whose ``pg_config`` names their ranks
-    (NCCL writes it; gloo's is empty or wrong), name -> global ranks."""
+    (NCCL writes it; gloo's is empty or wrong), name -> global ranks. ``world``: one past the
+    highest rank ``pg_config`` names (gloo's too: it names one group's ranks under "")."""
 
     path: str
     rank: int
@@ -57,14 +65,21 @@ class FRDump:
     version: str
     entries: tuple[FREntry, ...]
     pg_ranks: tuple[tuple[str, tuple[int, ...]], ...]
+    world: int = 0                     # the job's ranks its pg_config implies (0: unknown)
 
 
 def rank_of_dump_name(basename: str) -> tuple[str, int, bool] | None:
-    """(prefix, rank, is_json) a dump's file name says, or None."""
+    """(prefix, rank, is_json) a dump's file name says, or None; a ``.json`` extension is the
+    JSON form, any other the pickle. A rank past the limit of ``checks.MAX_RANKS`` is
+    ``BadDump`` (before anything is sized by it)."""
     match = _NAME.match(basename)
     if match is None:
         return None
-    return match["prefix"], int(match["rank"]), bool(match["json"])
+    digits, ext = match["rank"], match["ext"] or ""
+    if len(digits) > 6 or int(digits) >= MAX_RANKS:
+        raise BadDump(basename, f"rank {excerpt(digits, 20)} in the file name: more than the "
+                      f"limit of {MAX_RANKS:,} ranks")
+    return match["prefix"], int(digits), ext.lower() == ".json"
 
 
 class _NoClasses(pickle.Unpickler):
@@ -82,13 +97,17 @@ def _load(path: str, data: bytes) -> tuple[dict, str]:
             # through a buffered reader: the unpickler reads it in blocks, not per opcode
             return _NoClasses(io.BufferedReader(io.BytesIO(data))).load(), FR_PICKLE
         except Exception as exc:  # noqa: BLE001 - any unpickling failure is bad input
+            first = str(exc).splitlines()[0] if str(exc) else "truncated"
             raise BadDump(path, f"not a readable Flight Recorder pickle ({type(exc).__name__}: "
-                          f"{str(exc).splitlines()[0] if str(exc) else 'truncated'})") from None
+                          f"{excerpt(first)})") from None
     if data.lstrip()[:1] == b"{":
+        if not json_depth_within(data):          # json.loads recurses
+            raise BadDump(path, f"JSON nested more than {MAX_DEPTH} deep: not a Flight "
+                          "Recorder dump")
         try:
             return json.loads(data), FR_JSON
         except ValueError as exc:
-            raise BadDump(path, f"not valid JSON ({exc})") from None
+            raise BadDump(path, f"not valid JSON ({excerpt(str(exc))})") from None
     raise BadDump(path, "not a Flight Recorder dump (neither a pickle nor JSON)")
 
 
@@ -131,11 +150,12 @@ def _strs(key) -> bool:
 
 def _stack(key) -> bool:
     return all(isinstance(f, tuple) and len(f) == 3 and isinstance(f[0], str)
-               and _is_int(f[1]) and isinstance(f[2], str) for f in key)
+               and _is_int(f[1]) and 0 <= f[1] <= MAX_LINE and isinstance(f[2], str)
+               for f in key)
 
 
 _SIZES, _DTYPES = "sizes are not lists of integers", "dtypes are not strings"
-_FRAMES = "frames are not (name, filename, line) mappings"
+_FRAMES = f"frames are not (name, filename, line 0..{MAX_LINE:,}) mappings"
 
 
 def _entry(e, i: int, path: str, cache: dict) -> FREntry:
@@ -144,7 +164,7 @@ def _entry(e, i: int, path: str, cache: dict) -> FREntry:
                                   e["profiling_name"], e["retired"])
         get = e.get
     except (KeyError, TypeError, AttributeError) as exc:
-        why = f"has no {exc.args[0]!r}" if isinstance(exc, KeyError) else \
+        why = f"has no {excerpt(exc.args[0])}" if isinstance(exc, KeyError) else \
             f"is a {type(e).__name__}, not a mapping"
         raise BadDump(path, f"entry {i} {why}") from None
     record_id, state = get("record_id", i), get("state", "")
@@ -165,46 +185,108 @@ def _entry(e, i: int, path: str, cache: dict) -> FREntry:
 def _bad_field(path, i, pg, *values) -> None:
     if not (isinstance(pg, (list, tuple)) and len(pg) == 2 and all(
             isinstance(x, str) for x in pg)):
-        raise BadDump(path, f"entry {i}: process_group {pg!r} is not (name, description)")
+        raise BadDump(path, f"entry {i}: process_group {excerpt(pg)} is not (name, "
+                      "description)")
     names = ("collective_seq_id", "record_id", "profiling_name", "state", "retired", "is_p2p",
              "time_created_ns")
     kinds = (int, int, str, str, bool, bool, int)
     for key, value, kind in zip(names, values, kinds):
         if type(value) is not kind:
-            raise BadDump(path, f"entry {i}: {key} {value!r} is not what the recorder writes")
+            raise BadDump(path, f"entry {i}: {key} {excerpt(value)} is not what the recorder "
+                          "writes")
 
 
-def _pg_ranks(config) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    out = []
-    for name, info in (config or {}).items() if isinstance(config, dict) else ():
+_RANKS = re.compile(r"^\[\s*(?:\d{1,6}\s*(?:,\s*\d{1,6}\s*)*)?\]$")
+
+
+def _pg_ranks(path: str, config, cache: dict
+              ) -> tuple[tuple[tuple[str, tuple[int, ...]], ...], int]:
+    """The groups ``pg_config`` names members of, and the ranks of the job it implies (one
+    past the highest rank it names, 0 when none). Every rank's dump repeats the job's
+    groups: each list is read once (``cache``) and shared, or n dumps of an n-rank job
+    would hold n*n rank numbers."""
+    out, world = [], 0
+    for name, info in config.items() if isinstance(config, dict) else ():
         ranks = info.get("ranks") if isinstance(info, dict) else None
-        try:
-            members = tuple(int(r) for r in json.loads(ranks))
-        except (TypeError, ValueError):
+        # a list of rank numbers, as torch writes it ("[0, 1]"); anything else says nothing
+        if not isinstance(name, str) or not isinstance(ranks, str) or \
+                len(ranks) > 8 * MAX_RANKS:
             continue
+        known = cache.get(("pg_config", ranks))
+        if known is None:
+            if not _RANKS.match(ranks):
+                continue
+            members = tuple(json.loads(ranks))
+            if any(r >= MAX_RANKS for r in members):
+                raise BadDump(path, f"pg_config {excerpt(name)}: a rank past the limit of "
+                              f"{MAX_RANKS:,} ranks")
+            known = cache[("pg_config", ranks)] = (members, max(members, default=-1) + 1)
+        members, top = known
+        world = max(world, top)
         if name and members:            # gloo files every group under "" (research 6.2)
-            out.append((str(name), members))
-    return tuple(out)
+            out.append((name, members))
+    return tuple(out), world
 
 
 def read_dump(path: str, rank: int, cache: dict | None = None) -> FRDump:
     """One rank's dump; ``BadDump`` (one line) when it is not one trtsim can read.
     ``cache`` shares recorded stacks between the dumps of one job."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise BadDump(path, f"cannot read ({exc.strerror})") from None
-    doc, form = _load(path, data)
+    doc, form = _load(path, read_regular(path))
     if not isinstance(doc, dict):
         raise BadDump(path, f"the dump is a {type(doc).__name__}, not a mapping")
     version = doc.get("version")
     if not isinstance(version, str) or not _VERSION.match(version):
-        raise BadDump(path, f"Flight Recorder format version {version!r}: trtsim reads 2.x")
+        raise BadDump(path, f"Flight Recorder format version {excerpt(version)}: trtsim reads "
+                      "2.x")
     entries = doc.get("entries", [])
     if not isinstance(entries, list):
         raise BadDump(path, f"entries is a {type(entries).__name__}, not a list")
+    if len(entries) > MAX_ENTRIES:
+        raise BadDump(path, f"{len(entries):,} entries, more than the limit of "
+                      f"{MAX_ENTRIES:,}")
     cache = {} if cache is None else cache
-    return FRDump(path, rank, form, version,
-                  tuple(_entry(e, i, path, cache) for i, e in enumerate(entries)),
-                  _pg_ranks(doc.get("pg_config")))
+    parsed = tuple(_entry(e, i, path, cache) for i, e in enumerate(entries))
+    _sequences_unique(path, parsed)
+    groups, world = _pg_ranks(path, doc.get("pg_config"), cache)
+    return FRDump(path, rank, form, version, parsed, groups, world)
+
+
+def _sequences_unique(path: str, entries: tuple[FREntry, ...]) -> None:
+    """A group numbers its collectives from 1, each once: a zero, or a number met twice,
+    would align calls that never paired (p2p entries have their own numbers)."""
+    seen: dict[tuple[str, int], int] = {}
+    for i, e in enumerate(entries):
+        if e.is_p2p:
+            continue
+        if e.seq < 1:
+            raise BadDump(path, f"entry {i}: collective_seq_id {e.seq} (group "
+                          f"{excerpt(e.pg_name, 40)}): the recorder numbers a group's "
+                          "collectives from 1")
+        j = seen.setdefault((e.pg_name, e.seq), i)
+        if j != i:
+            raise BadDump(path, f"entry {i}: collective_seq_id {e.seq} of group "
+                          f"{excerpt(e.pg_name, 40)} again (entry {j} has it): a group "
+                          "numbers each collective once")
+
+
+def read_regular(path: str) -> bytes:
+    """The bytes of a regular file of at most ``MAX_INPUT_BYTES``, else ``BadDump``: a FIFO
+    would block, a device (``/dev/zero``) never ends. Opened without blocking, checked on
+    the open file (not on a name that could change in between)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) |
+                     getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise BadDump(path, f"cannot read ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise BadDump(path, "not a regular file (a FIFO, a device or a socket): a dump "
+                          "is a file")
+        if info.st_size > MAX_INPUT_BYTES:
+            raise BadDump(path, f"{info.st_size:,} bytes, more than the limit of "
+                          f"{MAX_INPUT_BYTES:,}")
+        data = f.read(info.st_size)              # (read(n) allocates n bytes first)
+        if f.read(1):
+            raise BadDump(path, "it grew while being read: a dump is written whole")
+    return data

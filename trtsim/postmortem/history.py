@@ -6,6 +6,7 @@ import contextlib
 import gc
 from dataclasses import dataclass, field
 
+from ..checks import MAX_ERROR_LINE, MAX_EXCERPT
 from ..comm.guard.waitfor import BLOCKED, DONE, FAILED, RUNNING
 from ..comm.records import CallRecord
 
@@ -31,6 +32,9 @@ class BadDump(ValueError):
     """Input a post-mortem cannot use; the message is one line naming the file and why."""
 
     def __init__(self, path: str, why: str):
+        # the message is bounded whatever made it (a path, a list of ranks)
+        path = path if len(path) <= MAX_EXCERPT * 2 else path[:MAX_EXCERPT * 2 - 3] + "..."
+        why = why if len(why) <= MAX_ERROR_LINE else why[:MAX_ERROR_LINE - 3] + "..."
         self.path, self.why = path, why
         super().__init__(f"{path}: {why}")
 

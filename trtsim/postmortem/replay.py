@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from ..checks import MAX_RANKS, excerpt
 from ..comm.calllog import RECORD_FIELDS, encode_call, record_of
 from ..comm.guard.rules import differences
 from ..comm.guard.waitfor import BLOCKED, FAILED
@@ -25,10 +26,11 @@ from ..comm.reissue import RankScript
 from .analysis import Analysis
 from .history import BadDump
 
-REPLAY_VERSION = 1
+REPLAY_VERSION = 2             # 2: rows name their group's ranks by index into ``groups``
 KEEP = 2                        # agreed, finished calls kept before the first that matters
 _KEYS = ("kind", "version", "description", "made_from", "guard", "seed", "timeout", "layout",
-         "expect_report", "fields", "ranks")
+         "expect_report", "fields", "groups", "ranks")
+_GROUP = RECORD_FIELDS.index("group_ranks")
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,17 @@ def build_replay(analysis: Analysis, keep: int = KEEP, seed: int = 0) -> Replay:
 
 
 def replay_text(replay: Replay) -> str:
-    """The replay as a scenario file."""
+    """The replay as a scenario file. Each group's ranks are written once (``groups``) and
+    a row names its group by index, so the file grows with the calls, not with calls times
+    ranks (a world call of 10,000 ranks would repeat 10,000 numbers in every row)."""
+    groups: dict[tuple[int, ...], int] = {}
+    rows = []
+    for script in replay.scripts:
+        for rec in script.calls:
+            row = encode_call(rec, True, 0)[:-2]
+            row[_GROUP] = groups.setdefault(rec.group_ranks, len(groups))
+            rows.append(json.dumps(row))
+    rows.reverse()
     lines = ["# trtsim replay: re-issues each rank's recorded calls on the inproc backend.",
              "# Run it: trtsim run THIS_FILE. The report it reproduces:"]
     lines += [f"#   {line}" for line in (replay.expect_report or "(consistent)").splitlines()]
@@ -126,13 +138,14 @@ def replay_text(replay: Replay) -> str:
               f"seed: {replay.seed}", f"timeout: {replay.timeout}",
               f"layout: {dump([list(i) for i in replay.layout])}",
               f"expect_report: {dump(replay.expect_report)}",
-              f"fields: {dump(list(RECORD_FIELDS))}", "ranks:"]
+              f"fields: {dump(list(RECORD_FIELDS))}",
+              f"groups: {dump([list(g) for g in groups])}", "ranks:"]
     for rank, script in enumerate(replay.scripts):
         lines += [f"- rank: {rank}", f"  end: {script.end}",
                   f"  failure: {dump(script.failure)}",
                   f"  turns: {dump([list(t) for t in script.turns])}",
                   "  calls:" if script.calls else "  calls: []"]
-        lines += [f"  - {dump(encode_call(rec, True, 0)[:-2])}" for rec in script.calls]
+        lines += [f"  - {rows.pop()}" for _ in script.calls]
     return "\n".join(lines) + "\n"
 
 
@@ -149,24 +162,27 @@ def load_replay(raw: dict, source: str) -> Replay:
         if key not in _KEYS:
             raise bad(key, f"is not a key of a replay (keys: {', '.join(_KEYS)})")
     if raw.get("version") != REPLAY_VERSION:
-        raise bad("version", f"{raw.get('version')!r}: this trtsim reads replays of version "
-                  f"{REPLAY_VERSION}")
+        raise bad("version", f"{excerpt(raw.get('version'))}: this trtsim reads replays of "
+                  f"version {REPLAY_VERSION} (write it again with trtsim analyze --replay)")
     if raw.get("fields") != list(RECORD_FIELDS):
         raise bad("fields", "are not this trtsim's call record fields (made by another "
                   "version?)")
     if raw.get("guard", "strict") not in ("strict", "lockstep", "off"):
-        raise bad("guard", f"{raw.get('guard')!r} is not strict, lockstep or off")
+        raise bad("guard", f"{excerpt(raw.get('guard'))} is not strict, lockstep or off")
     seed, timeout = raw.get("seed", 0), raw.get("timeout", 30.0)
     if not isinstance(seed, int) or isinstance(seed, bool):
-        raise bad("seed", f"{seed!r} must be an integer")
+        raise bad("seed", f"{excerpt(seed)} must be an integer")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not timeout > 0:
-        raise bad("timeout", f"{timeout!r} must be a positive number of seconds")
+        raise bad("timeout", f"{excerpt(timeout)} must be a positive number of seconds")
     made_from = raw.get("made_from") or []
     if not isinstance(made_from, list) or not isinstance(raw.get("ranks"), list):
         raise bad("ranks", "made_from and ranks must be lists")
     layout = _layout(raw.get("layout"), bad)
+    groups = _groups(raw.get("groups"), bad)
+    if len(raw["ranks"]) > MAX_RANKS:
+        raise bad("ranks", f"{len(raw['ranks']):,} ranks: more than the limit of {MAX_RANKS:,}")
     try:
-        scripts = tuple(_script(entry, i) for i, entry in enumerate(raw["ranks"]))
+        scripts = tuple(_script(entry, i, groups) for i, entry in enumerate(raw["ranks"]))
     except ValueError as exc:
         raise bad("ranks", f"not as a replay writes them ({exc})") from None
     if len(scripts) != sum(tp * pp * cp for _, _, tp, pp, cp, _ in layout):
@@ -185,20 +201,29 @@ def _layout(value, bad) -> tuple[tuple, ...]:
                                                                 for x in row[:2])
                 and all(isinstance(x, int) and not isinstance(x, bool) and x > 0
                         for x in row[2:5]) and isinstance(row[5], bool)):
-            raise bad("layout", f"{value!r}: one [name, role, tp, pp, cp, attention_dp] per "
+            raise bad("layout", f"{excerpt(value)}: one [name, role, tp, pp, cp, attention_dp] per "
                       "instance")
         out.append(tuple(row))
     return tuple(out)
 
 
-def _script(entry: dict, i: int) -> RankScript:
+def _groups(value, bad) -> list[list[int]]:
+    if not isinstance(value, list) or not all(
+            isinstance(g, list) and 0 < len(g) <= MAX_RANKS and all(
+                type(r) is int and 0 <= r < MAX_RANKS for r in g) for g in value):
+        raise bad("groups", "not a list of groups' ranks (lists of rank numbers)")
+    return value
+
+
+def _script(entry: dict, i: int, groups: list[list[int]]) -> RankScript:
     if not isinstance(entry, dict) or entry.get("rank") != i or \
             entry.get("end") not in ("done", "blocked", "failed"):
         raise ValueError(f"rank entry {i} is not {{rank: {i}, end: done | blocked | failed}}")
     rows = entry.get("calls") or []
     if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
         raise ValueError(f"rank {i}: calls are not rows of call record fields")
-    calls = tuple(record_of(dict(zip(RECORD_FIELDS, row, strict=True))) for row in rows)
+    calls = tuple(record_of(dict(zip(RECORD_FIELDS, _with_group(row, groups), strict=True)))
+                  for row in rows)
     turns = entry.get("turns") or []
     if not (isinstance(turns, list) and all(
             isinstance(t, list) and len(t) == 2 and all(type(x) is int for x in t)
@@ -206,4 +231,11 @@ def _script(entry: dict, i: int) -> RankScript:
         raise ValueError(f"rank {i}: turns are not [call index, turn] pairs")
     return RankScript(calls, entry["end"], str(entry.get("failure", "")),
                       tuple(tuple(t) for t in turns))
+
+
+def _with_group(row: list, groups: list[list[int]]) -> list:
+    index = row[_GROUP] if len(row) > _GROUP else None
+    if type(index) is not int or not 0 <= index < len(groups):
+        raise ValueError(f"a call's group {excerpt(index, 40)} is not an index into groups")
+    return row[:_GROUP] + [groups[index]] + row[_GROUP + 1:]
 

@@ -7,9 +7,10 @@ simulation with the control plane counted on trtsim's executor.
     model: V4-Pro
     ctx: {servers: 1, tp: 4, ep: 4, attention_dp: true, max_batch_size: 2, max_num_tokens: 8192}
     gen: {servers: 4, tp: 8, ep: 8, max_batch_size: 1, host_work_ms: 12.5}
-    benchmark: {concurrency: 16, num_prompts: 128, multi_round: 8, input_length: 7456,
-                output_length: 923, streaming: true, stream_interval: 100}
-    speculative: {max_draft_len: 3, acceptance: 0.85}
+    benchmark: {concurrency: 16, num_prompts: 128, input_length: 7456, output_length: 923,
+                streaming: true, stream_interval: 100}
+    speculative: {max_draft_len: 3, acceptance_length: 2.654}   # or acceptance: [a1, a2, a3],
+                                                  # or force_num_accepted_tokens: f
     transceiver: {version: C, sticky_skip: "off", runtime: python, async_consensus: false}
     executor: {version: classic}                  # whose call pattern the census follows
     host_backend: mpi                             # whose measured host collectives price it
@@ -25,6 +26,7 @@ from typing import Literal
 from ..checks import field_types, require_choices
 from ..disagg.transceiver_config import TransceiverConfig
 from ..executor.call_pattern import ExecutorVersion
+from ..perf.acceptance import check_rates, rates_from_acceptance_length, rates_from_forced
 from ..perf.measured import worker_bypass_overhead
 from ..perf.serving_sim import BenchmarkConfig, InstanceConfig, PerfConfig
 from .schema import ScenarioError, build, check_keys, err, scalar, section
@@ -37,15 +39,44 @@ def is_perf(raw: dict) -> bool:
 
 @dataclass(frozen=True)
 class PerfSpeculative:
-    """MTP as the serving simulation prices it (scenario key ``speculative``)."""
+    """MTP as the serving simulation prices it (scenario key ``speculative``): K drafts and
+    the acceptance from exactly one source (``trtsim.perf.acceptance``)."""
 
     max_draft_len: int = field(default=0, metadata={"help": "K drafts per step (0: no MTP)"})
-    acceptance: float = field(default=0.0, metadata={"help": "per-draft acceptance alpha"})
+    acceptance: tuple[float, ...] = field(default=(), metadata={
+        "help": "acceptance rate per draft depth, K values (aiconfigurator's nextn_accept_rates)",
+        "type": "a list of K numbers in [0, 1]"})
+    acceptance_length: float = field(default=0.0, metadata={
+        "help": "a measured acceptance length (tokens per step), as TensorRT-LLM encodes a "
+                "target AL (forced AL - 1)"})
+    force_num_accepted_tokens: float = field(default=0.0, metadata={
+        "help": "the modelled run's TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS (0: unset)"})
     decoding_type: str = field(default="MTP", metadata={"help": "informational"})
 
     def __post_init__(self) -> None:
         if self.max_draft_len < 0:
             raise ValueError(f"max_draft_len={self.max_draft_len!r} must be >= 0")
+        given = [name for name in ("acceptance", "acceptance_length",
+                                   "force_num_accepted_tokens") if getattr(self, name)]
+        if len(given) > 1:
+            raise ValueError(f"acceptance={', '.join(given)}: give one source of the acceptance")
+        if self.max_draft_len and not given:
+            raise ValueError(f"acceptance=(): max_draft_len {self.max_draft_len} needs the "
+                             f"acceptance's source: acceptance (a rate per depth), "
+                             f"acceptance_length (a measured AL) or force_num_accepted_tokens "
+                             f"(the run's TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS)")
+        self.rates()
+
+    def rates(self) -> tuple[float, ...]:
+        """The acceptance per draft depth, from whichever source is given."""
+        k = self.max_draft_len
+        if self.force_num_accepted_tokens:
+            return rates_from_forced(self.force_num_accepted_tokens, k)
+        if self.acceptance_length:
+            return rates_from_acceptance_length(self.acceptance_length, k)
+        rates = tuple(self.acceptance) if k else ()
+        check_rates(rates, k)
+        return rates
 
 
 @dataclass(frozen=True)
@@ -127,7 +158,7 @@ def resolve_perf(raw: dict, name: str) -> PerfScenario:
         config = PerfConfig(
             hardware=opts["hardware"], model=opts["model"], ctx=parts["ctx"], gen=parts["gen"],
             benchmark=parts["benchmark"], max_draft_len=spec.max_draft_len,
-            acceptance=spec.acceptance, runtime=tx.runtime, async_consensus=tx.async_consensus,
+            acceptance=spec.rates(), runtime=tx.runtime, async_consensus=tx.async_consensus,
             worker_step_overhead_s=worker_bypass_overhead(parts["gen"].max_batch_size)
             if parts["worker"].bypass_entry_point else 0.0,
             host_backend=opts["host_backend"], seed=opts["seed"])

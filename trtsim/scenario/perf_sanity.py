@@ -4,11 +4,16 @@ What is read (DESIGN 3.8): ``benchmark`` (mode, concurrency_list, input_length, 
 multi_round, streaming), ``hardware`` (num_ctx_servers, num_gen_servers), ``worker_config.ctx``
 and ``.gen`` (tensor/pipeline/expert parallel sizes, enable_attention_dp, max_batch_size,
 max_num_tokens, disable_overlap_scheduler, cache_transceiver_config.transceiver_runtime,
-speculative_config with max_draft_len or num_nextn_predict_layers, stream_interval), and the
-GPU and model from
+speculative_config with max_draft_len or num_nextn_predict_layers, stream_interval),
+``environment.worker_env_var`` (TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS: the run's forced
+acceptance), and the GPU and model from
 ``metadata`` or the file name ``{gpu}_{model}_{isl}{osl}_con{C}_ctx{N}_{par}_gen{N}_{par}...``.
-Fields the simulation has no use for are reported, not silently dropped; missing required
-ones are errors naming the file and the key.
+The client follows TensorRT-LLM's disaggregated benchmark script
+(examples/disaggregated/slurm/benchmark/run_benchmark.sh): concurrency = the file's level x
+num_gen_servers, and one run of concurrency x multi_round prompts. Fields the simulation has
+no use for are reported, not silently dropped; missing required ones are errors naming the
+file and the key. A file that sets no forced acceptance gives the acceptance no source: the
+scenario then needs one (``--set speculative.acceptance_length=AL``, a measured AL).
 """
 
 from __future__ import annotations
@@ -32,6 +37,22 @@ _WORKER_USED = {"tensor_parallel_size", "pipeline_parallel_size", "moe_expert_pa
                 "context_parallel_size", "disable_overlap_scheduler"}
 _BENCH_USED = {"mode", "concurrency_list", "input_length", "output_length", "multi_round",
                "streaming"}
+FORCE_ACCEPTED = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
+
+
+def forced_acceptance(raw: dict) -> float | None:
+    """The value of TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS the workers run with, if set
+    (``environment.worker_env_var``, then the generation workers' own variables)."""
+    env = raw.get("environment") or {}
+    for key in ("gen_worker_env_var", "worker_env_var"):
+        for item in str(env.get(key) or "").split():
+            name, _, value = item.strip("\"'").partition("=")
+            if name == FORCE_ACCEPTED:
+                try:
+                    return float(value)
+                except ValueError:
+                    return None
+    return None
 
 
 def is_perf_sanity(raw: dict) -> bool:
@@ -103,7 +124,11 @@ def perf_mapping(raw: dict, name: str, concurrency: int | None = None) -> tuple[
                    or "DEFAULT")).lower()
     notes += [f"benchmark.{k2}: not modelled, ignored" for k2 in sorted(set(bench) - _BENCH_USED)]
     notes += [f"{k2}: not modelled, ignored" for k2 in sorted(set(raw) - {
-        "benchmark", "worker_config", "hardware", "metadata"})]
+        "benchmark", "worker_config", "hardware", "metadata", "environment"})]
+    if "environment" in raw:
+        notes.append(f"environment: only {FORCE_ACCEPTED} is read, the rest ignored")
+    conc_total = (concurrency or levels[0]) * roles["gen"]["servers"]
+    forced = forced_acceptance(raw)
     if bench.get("mode", "e2e") != "e2e":
         notes.append(f"benchmark.mode={bench['mode']!r}: simulated as e2e")
     scenario = {
@@ -113,20 +138,28 @@ def perf_mapping(raw: dict, name: str, concurrency: int | None = None) -> tuple[
         "hardware": _match(_GPUS, str(gpu_text), "GPU", name),
         "model": _match(_MODELS, str(model_text), "model", name),
         "ctx": roles["ctx"], "gen": roles["gen"],
-        "benchmark": {"concurrency": concurrency or levels[0],
-                      "num_prompts": max(concurrency or levels[0], 1) * 8,
-                      "multi_round": int(bench.get("multi_round", 1)),
+        "benchmark": {"concurrency": conc_total,
+                      "num_prompts": conc_total * int(bench.get("multi_round", 1)),
                       "input_length": int(_require(raw, "benchmark.input_length", name)),
                       "output_length": int(_require(raw, "benchmark.output_length", name)),
                       "streaming": bool(bench.get("streaming", True)),
                       "stream_interval": int(gen.get("stream_interval", 1) or 1)},
-        "speculative": {"max_draft_len": k, "acceptance": 0.85 if k else 0.0},
+        "speculative": {"max_draft_len": k, **({"force_num_accepted_tokens": forced}
+                                               if k and forced else {})},
         "transceiver": {"sticky_skip": "off", "version": "E",
                         "runtime": "python" if runtime == "python" else "cpp"},
         "executor": {"version": "coordinator"},
     }
-    notes.append("num_prompts = 8 x concurrency and MTP acceptance 0.85 (DeepSeek-V3 report) "
-                 "are trtsim's defaults: the perf-sanity file does not state them")
+    notes.append(f"benchmark: concurrency {conc_total} = {concurrency or levels[0]} x "
+                 f"{roles['gen']['servers']} generation servers, {conc_total} x multi_round "
+                 f"prompts in one run (TensorRT-LLM's run_benchmark.sh)")
+    if k and forced:
+        notes.append(f"speculative: the workers force {forced:g} accepted drafts per step "
+                     f"({FORCE_ACCEPTED})")
+    elif k:
+        notes.append(f"speculative: the file forces no acceptance ({FORCE_ACCEPTED} unset), so "
+                     f"none is sourced: set speculative.acceptance_length to the run's "
+                     f"measured AL")
     notes.append("the control plane follows TRT-LLM's newest stored code (executor.version "
                  "coordinator, transceiver.version E); no host work per iteration is sourced")
     return scenario, notes

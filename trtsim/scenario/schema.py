@@ -18,15 +18,25 @@ import types
 import typing
 from typing import Any
 
-from ..checks import field_types
+from ..checks import MAX_ERROR_LINE, excerpt, field_types
 
 
 class ScenarioError(ValueError):
-    """Bad scenario input: the message is one line naming file, key and value."""
+    """Bad scenario input: the message is one line naming file, key and value (at most
+    ``MAX_ERROR_LINE`` characters, whatever the value quoted)."""
+
+    def __init__(self, message: str):
+        super().__init__(bounded(message))
+
+
+def bounded(message: str) -> str:
+    """An error message of bounded length."""
+    text = str(message)
+    return text if len(text) <= MAX_ERROR_LINE else text[:MAX_ERROR_LINE - 3] + "..."
 
 
 def err(source: str, key: str, value, reason: str) -> ScenarioError:
-    return ScenarioError(f"{source}: {key}: {value!r} {reason}")
+    return ScenarioError(f"{source}: {key}: {excerpt(value)} {reason}")
 
 
 def section(source: str, raw: dict, key: str) -> dict:

@@ -9,7 +9,8 @@ import stat
 
 import yaml
 
-from ..checks import MAX_SCENARIO_BYTES
+from ..checks import (MAX_DEPTH, MAX_SCENARIO_BYTES, MAX_SCENARIO_NODES, depth_within,
+                      expanded_size, excerpt)
 from .schema import ScenarioError
 from .shipped import scenario_path
 
@@ -33,7 +34,7 @@ def _unique_mapping(loader: _Loader, node: yaml.MappingNode, deep: bool = False)
         key = loader.construct_object(key_node, deep=deep)
         if isinstance(key, (str, int, float, bool)) and key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark)
+                None, None, f"duplicate key {excerpt(key)}", key_node.start_mark)
         seen.add(key) if isinstance(key, (str, int, float, bool)) else None
     return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
@@ -53,7 +54,7 @@ def parse_value(text: str):
     """A ``--set key=value`` value, read as YAML (numbers, lists, null) with 1.2 booleans;
     ScenarioError (one line) when it is not YAML."""
     try:
-        return yaml.load(text, Loader=_Loader)
+        return _read_yaml("", text)
     except yaml.YAMLError as exc:
         raise ScenarioError(yaml_problem(exc).replace("line 1: ", "")) from None
 
@@ -67,7 +68,7 @@ def set_dotted(raw: dict, key: str, value) -> None:
         if child is None:
             child = node[p] = {}
         if not isinstance(child, dict):
-            raise ScenarioError(f"override {key}: {p!r} is not a section")
+            raise ScenarioError(f"override {key}: {excerpt(p)} is not a section")
         node = child
     node[parts[-1]] = value
 
@@ -121,12 +122,39 @@ def _read_text(path: str) -> str:
 
 
 def _read_yaml(path: str, text: str):
+    """The YAML of ``text``, its shape bounded; ``path`` names it in errors ("" for a value
+    of the command line, whose YAML errors are the caller's to word)."""
     try:
-        return yaml.load(text, Loader=_Loader)
+        _nesting(path, text)                    # before the composer recurses into it
+        raw = yaml.load(text, Loader=_Loader)
     except yaml.YAMLError as exc:
+        if not path:
+            raise
         raise ScenarioError(f"{path}: {yaml_problem(exc)}") from None
-    except RecursionError:
-        raise ScenarioError(f"{path}: nested too deeply to be a scenario") from None
+    path = path or "the value"
+    # aliases reuse what an anchor made: a few lines can stand for deep or vast values (a
+    # billion laughs), which any later walk (a message, a copy, a JSON document) would expand
+    if not depth_within(raw, MAX_DEPTH):
+        raise ScenarioError(f"{path}: its aliases nest values more than {MAX_DEPTH} deep")
+    if expanded_size(raw, MAX_SCENARIO_NODES) > MAX_SCENARIO_NODES:
+        raise ScenarioError(f"{path}: its aliases expand to more than {MAX_SCENARIO_NODES:,} "
+                            "values, past the limit for a scenario")
+    return raw
+
+
+def _nesting(path: str, text: str) -> None:
+    """Containers nested more than ``MAX_DEPTH`` deep are refused, read from the parser's
+    events (which do not recurse)."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_Loader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ScenarioError(f"{path}: line {event.start_mark.line + 1}: values nested "
+                                    f"more than {MAX_DEPTH} deep, past the limit for a "
+                                    "scenario")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
 
 
 def with_overrides(source, overrides: dict | None) -> tuple[dict, str]:

@@ -20,8 +20,9 @@ whom a wait was for are args.
 from __future__ import annotations
 
 import json
-import os
 import re
+
+from ..safe_write import atomic_writer
 
 _CATEGORY = {"compute": "compute", "collective": "collective", "wait": "wait", "p2p": "transfer"}
 # The clocks name a call as CallRecord.short() does: "pp_allgather #3 'gen_consensus' iter 2",
@@ -141,8 +142,7 @@ def server_trace(events: list[tuple], parts=None, label=None) -> dict:
 
 
 def write_trace(path: str, trace: dict) -> None:
-    """Write whole, then rename: a reader never sees half a trace."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
+    """Write whole, then rename, safely (``safe_write``): a reader never sees half a trace, a
+    planted link is never followed. ``OSError`` as the system says."""
+    with atomic_writer(path) as f:
         json.dump(trace, f, separators=(",", ":"))
-    os.replace(tmp, path)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from typing import Any
 
 from ...layout.places import ranks_label
 from ..errors import CollectiveMismatch
@@ -89,20 +90,60 @@ class _Iteration:
     closed: set[tuple[int, ...]] = field(default_factory=set)    # a set: O(1) membership
 
 
+class _Levels:
+    """How many unfinished members of one group are in each iteration (all start in 0)."""
+
+    __slots__ = ("count", "low", "rose")
+
+    def __init__(self, members: int):
+        self.count: dict[int, int] = {0: members}
+        self.low: int | None = 0
+        self.rose = False                 # whether the last move raised ``low``
+
+    def move(self, before: int, after: int | None) -> bool:
+        """One member went from iteration ``before`` to ``after`` (None: it finished);
+        whether the lowest iteration rose (only then may the group have left one)."""
+        low = self.low
+        count = self.count
+        left = count[before] - 1
+        if left:
+            count[before] = left
+        else:
+            del count[before]
+        if after is not None:
+            count[after] = count.get(after, 0) + 1
+        if not count:
+            self.low = None
+        elif before == low and not left or after is not None and low is not None and after < low:
+            self.low = min(count)         # O(iterations in flight): a handful
+        self.rose = self.low != low
+        return self.rose
+
+
 class LockstepTracker:
     """Compares the per-iteration call lists of the groups of each kind."""
 
     def __init__(self, groups: dict[tuple[str, str], list[tuple[int, ...]]]):
         # (instance, kind) -> every group of that kind; kinds with one group are never compared
         self._groups = {k: sorted(v) for k, v in groups.items() if len(v) > 1}
-        self._kind_of = {(k[1], g, ""): k for k, gs in self._groups.items() for g in gs}
-        self._member_of: dict[int, list[tuple[tuple[str, str], tuple[int, ...]]]] = {}
+        # Per group, how many unfinished members are in each iteration, and the lowest such
+        # iteration (None: all finished): a group has left iteration i exactly when that
+        # lowest is past i, so the question costs O(1) instead of a walk over the members.
+        self._levels = {g: _Levels(len(g)) for gs in self._groups.values() for g in gs}
+        # group key -> [(instance, kind), last sequence noted]: one lookup per call
+        self._state: dict[tuple, list[Any]] = {(k[1], g, ""): [k, 0]
+                                               for k, gs in self._groups.items() for g in gs}
+        self._member_of: dict[int, list[tuple[tuple[str, str], tuple[int, ...], _Levels]]] = {}
+        self._levels_of: dict[int, list[_Levels]] = {}
         for key, gs in self._groups.items():
             for g in gs:
+                levels = self._levels[g]
                 for r in g:
-                    self._member_of.setdefault(r, []).append((key, g))
+                    self._member_of.setdefault(r, []).append((key, g, levels))
+                    mine = self._levels_of.setdefault(r, [])
+                    if levels not in mine:        # one group may serve two kinds
+                        mine.append(levels)
         self._open: dict[tuple[str, str], dict[int, _Iteration]] = {k: {} for k in self._groups}
-        self._last_seq: dict[tuple, int] = {}
         self._iterations: dict[int, int] = {}
         self._finished: set[int] = set()
         self._evidence: dict[Divergence, list[CallRecord]] = {}
@@ -110,10 +151,11 @@ class LockstepTracker:
 
     def on_call(self, rec: CallRecord) -> None:
         """Note a group's call (the first member's record of each sequence counts)."""
-        key = self._kind_of.get(rec.group_key)
-        if key is None or self._last_seq.get(rec.group_key, 0) >= rec.seq:
+        state = self._state.get(rec.group_key)
+        if state is None or state[1] >= rec.seq:
             return
-        self._last_seq[rec.group_key] = rec.seq
+        state[1] = rec.seq
+        key: tuple[str, str] = state[0]
         it = self._open[key].get(rec.iteration)
         if it is None:
             it = self._open[key][rec.iteration] = _Iteration()
@@ -125,16 +167,26 @@ class LockstepTracker:
         """Rank ``rank`` moved to ``iteration`` (None: it finished). Close the iterations
         every member of its groups has left, and compare each newly closed group with the
         groups of its kind that closed the iteration before it."""
+        if rank in self._finished:
+            return                          # a finished rank has left every iteration
+        before = self._iterations.get(rank, 0)
         if iteration is None:
             self._finished.add(rank)
         else:
             self._iterations[rank] = iteration
-        for key, group in self._member_of.get(rank, ()):
+        rose = False
+        for levels in self._levels_of.get(rank, ()):
+            rose |= levels.move(before, iteration)
+        if not rose:                        # no group's lowest iteration rose: none left one
+            return
+        for key, group, levels in self._member_of[rank]:
             opened = self._open[key]
+            if not opened or not levels.rose:
+                continue
             for it_no in sorted(opened):
                 it = opened[it_no]
-                if group in it.closed or not self._has_left(group, it_no):
-                    continue
+                if levels.low is not None and levels.low <= it_no or group in it.closed:
+                    continue                # not left yet (``_has_left``), or closed before
                 it.closed.add(group)
                 if len(it.closed) == len(self._groups[key]):
                     # Every group of the kind left the iteration: compare each with the first
@@ -145,7 +197,8 @@ class LockstepTracker:
                     del opened[it_no]
 
     def _has_left(self, group: tuple[int, ...], iteration: int) -> bool:
-        return all(r in self._finished or self._iterations.get(r, 0) > iteration for r in group)
+        low = self._levels[group].low
+        return low is None or low > iteration
 
     def _compare(self, key, it_no: int, it: _Iteration, a: tuple[int, ...],
                  b: tuple[int, ...]) -> None:

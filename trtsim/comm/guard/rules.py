@@ -16,6 +16,7 @@ reported; nothing waits for the rest.
 from __future__ import annotations
 
 from ..errors import CollectiveMismatch, rank_name
+from ..ops import Op
 from ..records import CallRecord
 
 # Fields compared at one group sequence, in the order a report names them; when no label
@@ -49,6 +50,54 @@ def can_pair(a: CallRecord, b: CallRecord) -> bool:
     mechanics agree, whatever the purpose."""
     return a.op == b.op and a.root == b.root and a.reduce_op == b.reduce_op and (
         a.signature == b.signature or "tensor" not in a.signature + b.signature)
+
+
+def awaits_every_member(rec: CallRecord) -> bool:
+    """Whether a member must see every member's post of ``rec`` before it enters the real
+    call (the process backend's entry rule). Rooted ops must (``Op.rooted``): their root, or
+    their senders, can finish before the others enter, and a late member would then pair
+    with a call nobody compared it with. The others must too wherever communicators share a
+    transport: a real call entered early could pair with another communicator's call of a
+    peer that is elsewhere. So every collective of two or more members waits; p2p calls pair
+    by channel (``check_message``)."""
+    return not Op(rec.op).p2p and len(rec.group_ranks) > 1
+
+
+def check_message(sent: CallRecord, received: CallRecord) -> CollectiveMismatch | None:
+    """The mismatch of a p2p message and the receive it pairs with, or None: a tensor
+    receive's buffer must have the sent tensor's dtype and shape (``Payload.MESSAGE``), or a
+    real transport reads or writes the wrong number of bytes (gloo fills part of a larger
+    buffer and says nothing). Object messages may be anything."""
+    if sent.signature == received.signature:
+        return None
+    return CollectiveMismatch(
+        f"p2p {sent.op} -> {received.op}: the payloads differ ({sent.signature} sent, "
+        f"{received.signature} expected)", group_kind="p2p", group_ranks=received.group_ranks,
+        ranks=(sent.rank, received.rank), calls={sent.rank: sent, received.rank: received},
+        explanation="the receive buffer does not fit the sent tensor")
+
+
+def message_taken(sent: CallRecord, receiver_call: CallRecord | None) -> bool:
+    """Whether message ``sent`` (the ``sent.seq``-th on its channel) has been taken, judged
+    from the receiver's latest p2p call: a receive on the same channel with a later
+    sequence (receives on one channel complete in order). What a sender whose transport
+    cannot say when a send completed (gloo's ``isend`` is complete only once waited for)
+    uses to drop the send from its pending list: a stale pending send would make the
+    receiver's later receive look satisfiable and hide a deadlock."""
+    if receiver_call is None or not receiver_call.is_p2p or Op.of(receiver_call.op).sends:
+        return False
+    return (receiver_call.peer == sent.rank and receiver_call.tag == sent.tag
+            and receiver_call.seq > sent.seq)
+
+
+def output_list_error(api: str, what: str, got: int, expected: int) -> str | None:
+    """Why an output (or input) list of an intercepted call has the wrong length, or None.
+    Every backend asks this before the call: gloo's own check raises, where a backend that
+    computes the result itself would silently fill a prefix (``Payload.EACH_LIST``)."""
+    if got == expected:
+        return None
+    return (f"{api}: {what} has {got} entries for a group of {expected} ranks (one per "
+            f"member expected)")
 
 
 def check_group_call(records: dict[int, CallRecord]) -> CollectiveMismatch | None:

@@ -11,6 +11,7 @@ it is never in S: slowness is told apart from deadlock by construction, not by a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ...layout.places import rank_label
 from ..errors import CollectiveDeadlock, CollectiveTimeout, rank_name
@@ -41,6 +42,13 @@ class RankState:
         return rank_name(self.call) if self.call is not None else rank_label("", self.rank)
 
     @property
+    def blocked_call(self) -> CallRecord:
+        """The call of a blocked rank (every rank a wait-for analysis names is one)."""
+        if self.call is None:
+            raise ValueError(f"{self.label} is {self.status}, in no call")
+        return self.call
+
+    @property
     def is_finished(self) -> bool:
         return self.status in (DONE, FAILED)
 
@@ -51,23 +59,31 @@ def waits_for(state: RankState, states: dict[int, RankState]) -> tuple[int, ...]
     if state.status != BLOCKED or call is None:
         return ()
     if call.is_p2p:
-        peer = states.get(call.peer)
+        peer_rank, tag = call.route
+        peer = states.get(peer_rank)
         if peer is None:
             return ()
         if call.op in RECV_OPS:
-            matched = (state.rank, call.tag) in peer.pending_sends
+            matched = (state.rank, tag) in peer.pending_sends
         else:  # a blocking send waits for the receiver to post the matching receive
             matched = (peer.status == BLOCKED and peer.call is not None and peer.call.is_p2p
                        and peer.call.op in RECV_OPS and peer.call.peer == state.rank
-                       and peer.call.tag == call.tag)
-        return () if matched else (call.peer,)
+                       and peer.call.tag == tag)
+        return () if matched else (peer_rank,)
     return tuple(m for m in call.group_ranks if m != state.rank and m in states
                  and states[m].posted.get(call.group_key, 0) < call.seq)
 
 
-def find_deadlock(states: dict[int, RankState]) -> dict[int, tuple[int, ...]]:
-    """Blocked ranks that can never proceed, each with the ranks it waits for; {} if none."""
-    waits = {r: waits_for(s, states) for r, s in states.items() if s.status == BLOCKED}
+def find_deadlock(states: dict[int, RankState],
+                  waits_of: Callable[[RankState], tuple[int, ...]] | None = None,
+                  ) -> dict[int, tuple[int, ...]]:
+    """Blocked ranks that can never proceed, each with the ranks it waits for; {} if none.
+    ``waits_of``: what ``waits_for`` returns for a blocked rank, from a scheduler that keeps
+    it already (``waitfor`` itself reads every member's posts: O(group) per blocked rank)."""
+    if waits_of is None:
+        waits = {r: waits_for(s, states) for r, s in states.items() if s.status == BLOCKED}
+    else:
+        waits = {r: waits_of(s) for r, s in states.items() if s.status == BLOCKED}
     stuck = {r for r, w in waits.items() if w}
     changed = True
     while changed:
@@ -82,7 +98,7 @@ def find_deadlock(states: dict[int, RankState]) -> dict[int, tuple[int, ...]]:
 def deadlock_error(states: dict[int, RankState],
                    stuck: dict[int, tuple[int, ...]]) -> CollectiveDeadlock:
     """The report for a deadlocked set: who waits in which call for whom, and why."""
-    calls = {r: states[r].call for r in stuck}
+    calls = {r: states[r].blocked_call for r in stuck}
     first = min(stuck)
     explanation, focus = _explain(states, stuck)
     call = calls[focus]
@@ -126,7 +142,7 @@ def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) ->
     """One line of diagnosis and the rank whose call it is about."""
     # 0. A rank already in a later iteration than a call it never entered: it skipped it.
     for r, waited in stuck.items():
-        call = states[r].call
+        call = states[r].blocked_call
         for w in waited:
             if not call.is_p2p and states[w].iteration > call.iteration:
                 return (f"{states[w].label} left iteration {call.iteration} "
@@ -134,13 +150,13 @@ def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) ->
                         f"{states[w].iteration} now): it skipped the call its peers wait in", r)
     # 1. A receive whose sender sends with another tag.
     for r, waited in stuck.items():
-        call = states[r].call
+        call = states[r].blocked_call
         if call.is_p2p and call.op in RECV_OPS:
-            peer = states[call.peer]
+            peer = states[call.route[0]]
             tags = [t for dst, t in peer.pending_sends if dst == r]
             if peer.call is not None and peer.call.is_p2p and peer.call.peer == r \
                     and peer.call.op not in RECV_OPS:
-                tags.append(peer.call.tag)
+                tags.append(peer.call.route[1])
             if tags:
                 return (f"{rank_name(call)} waits for tag {call.tag} from "
                         f"{peer.label}, which sends tag {tags[0]}: "
@@ -149,9 +165,9 @@ def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) ->
     for r, waited in stuck.items():
         gone = [w for w in waited if states[w].is_finished]
         if gone:
-            call = states[r].call
+            call = states[r].blocked_call
             waiting = [x for x, ws in stuck.items() if set(gone) & set(ws)]
-            names = ", ".join(rank_name(states[x].call) for x in waiting)
+            names = ", ".join(rank_name(states[x].blocked_call) for x in waiting)
             verb = "failed" if states[gone[0]].status == FAILED else "returned"
             return (f"{states[gone[0]].label} {verb} while {names} "
                     f"wait{'s' if len(waiting) == 1 else ''} in {call.short()} it never "
@@ -159,17 +175,19 @@ def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) ->
     # 3. A cycle in the wait-for graph.
     cycle = _find_cycle(stuck)
     if cycle:
-        steps = [f"{rank_name(states[a].call)} waits in {states[a].call.short()} for "
-                 f"{rank_name(states[b].call)}" for a, b in zip(cycle, cycle[1:] + cycle[:1])]
-        what = "cross-group wait cycle" if len({states[a].call.group_key for a in cycle}) > 1 \
+        steps = [f"{rank_name(states[a].blocked_call)} waits in {states[a].blocked_call.short()} "
+                 f"for {rank_name(states[b].blocked_call)}"
+                 for a, b in zip(cycle, cycle[1:] + cycle[:1])]
+        what = "cross-group wait cycle" if len({states[a].blocked_call.group_key
+                                                for a in cycle}) > 1 \
             else "wait cycle"
         text = f"{what}: " + "; ".join(steps)
         if len(cycle) == 2:
             text += (" -- the two ranks issue these calls in opposite orders, or one of them "
                      "skipped the other's call")
         return text, cycle[0]
-    r = min(stuck)
-    return f"{rank_name(states[r].call)} waits in {states[r].call.short()} for ranks that never arrive", r
+    call = states[min(stuck)].blocked_call
+    return f"{rank_name(call)} waits in {call.short()} for ranks that never arrive", min(stuck)
 
 
 def _find_cycle(stuck: dict[int, tuple[int, ...]]) -> list[int]:

@@ -1,32 +1,32 @@
 """The scheduling kernel of the inproc backend: it only schedules and steps.
 
-Every rank is a greenlet. A rank runs until it blocks in a resource (a collective rendezvous,
-a p2p mailbox) or yields its turn; then the hub picks the next runnable rank with a seeded RNG,
-so the interleaving is a pure function of the seed. Resources park ranks with ``block`` and
-release them with ``wake``; the kernel knows nothing of what they wait for.
+Every rank is a greenlet, or a thread holding a baton (``runners``). A rank runs until it
+blocks in a resource (a collective rendezvous, a p2p mailbox) or yields its turn; then the hub
+picks the next runnable rank with a seeded RNG, so the interleaving is a pure function of the
+seed, whichever runner carries it. Resources park ranks with ``block`` and release them with
+``wake``; the kernel knows nothing of what they wait for. ``on_switch`` runs in the hub before
+a rank gets the turn (per-rank module state is swapped there).
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import random
 import time
 from typing import Any, Callable
 
-import greenlet
-
 from ..errors import CollectiveError
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING
 from ..records import CallRecord
-
-
-class Unwind(BaseException):
-    """Thrown into ranks that must stop because the launch is over."""
+from .runners import GreenletRunner, ThreadRunner, Unwind
 
 
 class Kernel:
-    """Runnable set, seeded choice, block/wake, the first report, the deadline."""
+    """Runnable set, seeded choice, block/wake, the first report, the deadline.
+    ``threads``: ranks run as threads with a baton rather than greenlets (``runners``)."""
 
-    def __init__(self, num_ranks: int, seed: int, timeout: float):
+    def __init__(self, num_ranks: int, seed: int, timeout: float, threads: bool = False):
         self.rng = random.Random(seed)
         self.deadline = time.monotonic() + timeout
         self.status = [RUNNING] * num_ranks
@@ -37,7 +37,12 @@ class Kernel:
         self.error: CollectiveError | None = None
         self.steps = 0
         self.aborted = False
-        self.hub: greenlet.greenlet | None = None
+        self.threads = threads
+        self.runner: GreenletRunner | ThreadRunner | None = None
+        # Give the turn back to the hub (a rank calls it); the runner's own suspend once
+        # ``run`` has made it: one call less on every block.
+        self.yield_to_hub: Callable[[], Any] = _not_running
+        self.on_switch: Callable[[int], None] | None = None
         # Called as a rank stops being able to run (it blocked in a call, or finished), while
         # no report has stopped the launch yet: where the deadlock checks hook in.
         self.on_block: Callable[[int], None] | None = None
@@ -58,9 +63,6 @@ class Kernel:
         self.resume[r] = value
         self.runnable.append(r)
 
-    def yield_to_hub(self) -> Any:
-        return self.hub.switch()
-
     def step_aside(self, r: int) -> None:
         """Give up the turn: every other runnable rank may move first."""
         self.wake(r)
@@ -79,31 +81,41 @@ class Kernel:
 
     # -- the hub ------------------------------------------------------------------------
     def run(self, mains: list[Callable[[], None]], every_64: Callable[[], None],
-            on_idle: Callable[[], None]) -> None:
+            on_idle: Callable[[], None], on_timeout: type[BaseException] = TimeoutError) -> None:
         """Run the rank mains one switch at a time until all finish or a report stops the
         launch. ``every_64`` runs after that many switches (the clock, progress);
         ``on_idle`` when no rank can run but some have not finished. They report through
-        ``report``."""
-        self.hub = greenlet.getcurrent()
-        glets = [greenlet.greenlet(lambda *_, f=f: f(), parent=self.hub) for f in mains]
-        self.runnable = list(range(len(glets)))
+        ``report``. ``on_timeout``: what a rank thread that holds the baton past the deadline
+        is interrupted with."""
+        if self.threads:
+            self.runner = ThreadRunner(mains, self.deadline, on_timeout)
+        else:
+            self.runner = GreenletRunner(mains)
+        resume, switch = self.runner.resume, self.on_switch
+        self.yield_to_hub = self.runner.suspend
+        runnable = self.runnable = list(range(len(mains)))
+        getrandbits = self.rng.getrandbits
         try:
-            while self.runnable and self.error is None:
-                r = self.runnable.pop(self.rng.randrange(len(self.runnable)))
-                self.steps += 1
-                glets[r].switch(self.resume.pop(r, None))
-                if self.steps & 63 == 0 and self.error is None:
-                    every_64()
+            with _collector_tuned(len(mains)):
+                while runnable and self.error is None:
+                    # random.randrange(n), inlined (the same draws, so the same schedule)
+                    n = len(runnable)
+                    k = n.bit_length()
+                    i = getrandbits(k)
+                    while i >= n:
+                        i = getrandbits(k)
+                    r = runnable.pop(i)
+                    self.steps += 1
+                    if switch is not None:
+                        switch(r)
+                    resume(r, self.resume.pop(r, None))
+                    if self.steps & 63 == 0 and self.error is None:
+                        every_64()
             if self.error is None and not self.all_finished:
                 on_idle()
         finally:
             self.aborted = True
-            for g in glets:
-                if g and not g.dead:      # started and suspended: unwind its finally blocks
-                    try:
-                        g.throw(Unwind)
-                    except Unwind:
-                        pass
+            self.runner.unwind(switch or _nothing)
 
     @property
     def all_finished(self) -> bool:
@@ -113,6 +125,46 @@ class Kernel:
         """Called by a rank before each communication: stop if the launch is over."""
         if self.aborted:
             raise Unwind()
+
+
+# Young objects allowed per rank before a collection (the first generation's threshold).
+YOUNG_PER_RANK = 8
+
+
+@contextlib.contextmanager
+def _collector_tuned(ranks: int):
+    """The cyclic collector, sized for the run, while the ranks run; as it was afterwards.
+
+    Everything alive when the ranks start (torch, the layout, the ranks' state) stays alive
+    through the run: frozen (the permanent generation), full collections do not walk it; a
+    full collection otherwise walked the whole heap, and at thousands of ranks that was half
+    of the run. And a run keeps O(ranks) young objects in flight (each blocked rank's record,
+    each member's gather result until its next call): with the default threshold of 700 the
+    first generation is collected many times per round of calls, and every object that lives
+    through a round is walked again each time (a third of a 4,096-rank run). A threshold
+    that grows with the ranks keeps the collector's work per call flat. Left alone when
+    someone else froze the heap or changed the thresholds meanwhile (theirs to restore)."""
+    if gc.get_freeze_count() or not gc.isenabled():
+        yield
+        return
+    before = gc.get_threshold()
+    tuned = (max(before[0], YOUNG_PER_RANK * ranks),) + before[1:]
+    gc.freeze()
+    gc.set_threshold(*tuned)
+    try:
+        yield
+    finally:
+        if gc.get_threshold() == tuned:
+            gc.set_threshold(*before)
+        gc.unfreeze()
+
+
+def _not_running() -> Any:
+    raise RuntimeError("inproc kernel: a rank yielded before the hub started")
+
+
+def _nothing(r: int) -> None:
+    pass
 
 
 __all__ = ["Kernel", "Unwind", "RUNNING", "BLOCKED", "DONE", "FAILED"]

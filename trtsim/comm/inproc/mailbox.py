@@ -14,7 +14,8 @@ from typing import Any, Callable
 import torch
 
 from ...timeline.clock import ClockModel, RankClock, finish_receive
-from ..errors import CollectiveMismatch
+from ..guard.rules import check_message
+from ..ops import Op
 from ..records import CallRecord
 from ..semantics import freeze, nbytes, thaw
 from .kernel import Kernel
@@ -126,24 +127,21 @@ class Mailbox:
         recv.clocked = True
         finish_receive(self.clocks[recv.rank], recv.send_clock,
                        self.clock_model.transfer_time(recv.nbytes, recv.is_tensor),
-                       recv.rec.short(), recv.rec.peer)
+                       recv.rec.short(), recv.rec.route[0])
 
     def _deliver(self, msg: Message, recv: Receive) -> None:
         """Hand ``msg`` to a posted receive and release whoever waits on either side."""
         msg.taken = True
         rec = recv.rec
-        if msg.rec.signature != rec.signature:
-            self.kernel.report(CollectiveMismatch(
-                f"p2p {msg.rec.op} -> {rec.op}: the payloads differ ({msg.rec.signature} sent, "
-                f"{rec.signature} expected)", group_kind="p2p", group_ranks=rec.group_ranks,
-                ranks=(msg.rec.rank, recv.rank), calls={msg.rec.rank: msg.rec, recv.rank: rec},
-                explanation="the receive buffer does not fit the sent tensor"))
+        err = check_message(msg.rec, rec)
+        if err is not None:
+            self.kernel.report(err)
             return
         value = thaw(msg.blob)
         recv.send_clock = msg.rec.clock
         recv.is_tensor = isinstance(value, torch.Tensor)
         recv.nbytes = nbytes(value)
-        if recv.buffer is not None and rec.op.endswith("tensor"):
+        if recv.buffer is not None and Op(rec.op).tensor:
             recv.buffer.copy_(value)
             value = recv.buffer
         recv.done, recv.value = True, value

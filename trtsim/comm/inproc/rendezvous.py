@@ -8,15 +8,20 @@ member's virtual clock and wakes them all.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 from ...timeline.clock import ClockModel, RankClock, finish_collective
 from ..guard.policy import GuardPolicy
-from ..guard.rules import differences
+from ..guard.rules import MATCH_FIELDS, purpose
 from ..guard.waitgraph import WaitGraph
 from ..records import CallRecord
 from ..semantics import execute, nbytes
 from .kernel import Kernel
+
+
+# What members must agree on besides the purpose, read in C (``rules.match_key``'s fields).
+_match = operator.attrgetter(*MATCH_FIELDS)
 
 
 class Rendezvous:
@@ -24,43 +29,58 @@ class Rendezvous:
 
     def __init__(self, kernel: Kernel, policy: GuardPolicy, clocks: list[RankClock],
                  clock_model: ClockModel, on_post: Callable[[CallRecord], None],
-                 waits: WaitGraph | None = None):
+                 waits: WaitGraph | None = None, openers_only: bool = False):
         self.kernel, self.policy, self.clocks, self.clock_model = kernel, policy, clocks, clock_model
-        self.on_post = on_post
+        # ``openers_only``: ``on_post`` needs only the record that opens each sequence (the
+        # lockstep tracker's rule), not every member's
+        self.on_post, self.openers_only = on_post, openers_only
         self.waits = waits
-        self.pending: dict[tuple, dict[int, tuple[CallRecord, Any]]] = {}
+        # (group key, seq) -> (rank -> (record, payload), the opener's match fields, purpose)
+        self.pending: dict[tuple, tuple[dict[int, tuple[CallRecord, Any]], tuple,
+                                        str | None]] = {}
         self.posted: list[dict] = [{} for _ in clocks]
 
     def post(self, r: int, rec: CallRecord, payload: Any) -> Any:
         """Rank ``r`` enters ``rec``; returns its result once every member has entered."""
         kernel = self.kernel
-        key = (rec.group_key, rec.seq)
-        posts = self.pending.setdefault(key, {})
-        if posts:
-            first = next(iter(posts.values()))[0]
-            if differences(first, rec):          # rare: build the records only then
+        group = rec.group_key
+        key = (group, rec.seq)
+        entry = self.pending.get(key)
+        opens = entry is None
+        if entry is None:
+            # the opening record's match key, taken once: each later member compares its own
+            # in C (``differences`` names the fields only when they disagree)
+            posts: dict[int, tuple[CallRecord, Any]] = {}
+            self.pending[key] = (posts, _match(rec), purpose(rec))
+        else:
+            posts = entry[0]
+            if _match(rec) != entry[1] or purpose(rec) != entry[2]:
+                first = next(iter(posts.values()))[0]
                 records = {x: p[0] for x, p in posts.items()}
                 records[r] = rec
                 err = self.policy.judge(first, rec, records)
                 if err is not None:
                     kernel.report(err)
         posts[r] = (rec, payload)
-        self.posted[r][rec.group_key] = rec.seq
+        self.posted[r][group] = rec.seq
         if self.waits is not None:
             self.waits.enter(r, key, rec.group_ranks)
-        self.on_post(rec)
-        if kernel.error is not None:
-            return kernel.block(r, rec)       # the hub stops; this rank is unwound
-        if len(posts) < len(rec.group_ranks):
-            return kernel.block(r, rec)
-        del self.pending[key]
+        if opens or not self.openers_only:
+            self.on_post(rec)
         members = rec.group_ranks
+        if kernel.error is not None or len(posts) < len(members):
+            return kernel.block(r, rec)       # on a report, the hub stops: this rank unwinds
+        del self.pending[key]
         self._settle_clocks(rec, posts)
         results = execute(rec.op, [posts[m][1] for m in members], rec.root, rec.reduce_op)
+        wake = kernel.wake
+        mine = None
         for m, value in zip(members, results):
             if m != r:
-                kernel.wake(m, value)
-        kernel.wake(r, results[members.index(r)])
+                wake(m, value)
+            else:
+                mine = value
+        wake(r, mine)
         return kernel.yield_to_hub()
 
     def _settle_clocks(self, rec: CallRecord, posts: dict) -> None:

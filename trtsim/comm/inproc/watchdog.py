@@ -20,8 +20,9 @@ import ctypes
 import signal
 import threading
 import time
+from typing import Any
 
-SIGNAL = signal.SIGRTMIN + 5 if hasattr(signal, "SIGRTMIN") else None
+SIGNAL: int | None = signal.SIGRTMIN + 5 if hasattr(signal, "SIGRTMIN") else None
 
 
 class DeadlineExpired(BaseException):
@@ -40,12 +41,12 @@ class Watchdog:
         self._landed = False
         self._thread_id = threading.get_ident()
         self._by_signal = SIGNAL is not None and threading.current_thread() is threading.main_thread()
-        self._previous = None
+        self._previous: Any = None           # the handler to put back
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
 
     def __enter__(self) -> "Watchdog":
-        if self._by_signal:
+        if self._by_signal and SIGNAL is not None:
             self._previous = signal.signal(SIGNAL, self._on_signal)
         self._armed = True
         self._timer.start()
@@ -56,7 +57,7 @@ class Watchdog:
             if not self._armed:
                 return
             self._fired = True
-            if self._by_signal:
+            if self._by_signal and SIGNAL is not None:
                 signal.pthread_kill(self._thread_id, SIGNAL)
             else:
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self._thread_id),
@@ -72,16 +73,15 @@ class Watchdog:
     def fired(self) -> bool:
         return self._fired
 
-    def __exit__(self, *exc) -> bool:
+    def __exit__(self, *exc) -> None:
         self._timer.cancel()
         with self._lock:
             self._armed = False
             fired = self._fired
         if fired:
             self._drain()
-        if self._by_signal:
+        if self._by_signal and SIGNAL is not None:
             signal.signal(SIGNAL, self._previous)
-        return False
 
     def _drain(self) -> None:
         """Let a pending interruption land here, disarmed, rather than later in unrelated

@@ -4,17 +4,24 @@ kernel and two resources (the collective rendezvous, the p2p mailbox).
 The world owns what the run observes (clocks, the call trace, the lockstep tracker, each
 rank's iteration) and turns the kernel's state into reports: a deadlock is exact here, since
 the wait graph sees every block and finish; the wait-for analysis explains it.
+
+A launch that intercepts torch.distributed runs its ranks as threads with a baton (native
+code may wait there, ``runners``) and gives each its own c10d world, with trtsim's backend
+registered in torch (``c10d_world``, ``c10d_group``). ``rank_local`` modules get per-rank
+globals, swapped at every hand-over (``rank_local``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 from typing import Any, Callable
 
 from ...layout.places import RankPlace
 from ...timeline.clock import ClockModel, RankClock
 from ..distributed import Distributed
-from ..errors import RankFailed
+from ..errors import RankFailed, SchedulerStalled
 from ..guard.lockstep import LockstepTracker
 from ..guard.waitgraph import WaitGraph
 from ..guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, timeout_error
@@ -25,6 +32,7 @@ from ..outcome import LaunchOutcome
 from ..records import CallRecord
 from .kernel import Kernel, Unwind
 from .mailbox import Mailbox
+from . import rank_local
 from .rendezvous import Rendezvous
 from .transport import InprocTransport
 from .watchdog import DeadlineExpired, Watchdog
@@ -38,6 +46,17 @@ def _ignore(rec: CallRecord) -> None:
     pass
 
 
+def _shared(groups: dict, places: list[RankPlace]) -> dict:
+    """The group table with each group as the one tuple its members' records carry: keys
+    that hold the same object compare in O(1), equal copies element by element (O(group)
+    on every lookup of a call's group)."""
+    one: dict = {}
+    for place in places:
+        for g in (place.shared_groups or place.groups()).values():
+            one.setdefault(g, g)
+    return {k: [one.get(g, g) for g in gs] for k, gs in groups.items()}
+
+
 class InprocWorld:
     """One inproc launch: build the ranks, run them, report."""
 
@@ -46,18 +65,23 @@ class InprocWorld:
         self.config = config
         self.policy = config.policy
         n = len(places)
-        self.kernel = Kernel(n, config.seed, config.timeout)
+        self.threads = "torch" in config.intercept
+        self.kernel = Kernel(n, config.seed, config.timeout, threads=self.threads)
         self.clock_model = config.clock_model or ClockModel()
         self.clocks = [RankClock() for _ in range(n)]
         self.trace: list[tuple[int, CallRecord]] | None = [] if config.trace else None
-        self.tracker = LockstepTracker(groups) if self.policy.tracks_groups else None
-        on_collective = self._on_collective if (self.trace is not None or self.tracker) \
-            else _ignore
+        self.tracker = LockstepTracker(_shared(groups, places)) if self.policy.tracks_groups \
+            else None
+        if self.trace is not None:
+            on_collective = self._on_collective
+        else:                     # the hot path: the tracker's own method, or nothing
+            on_collective = self.tracker.on_call if self.tracker else _ignore
         self.waits = WaitGraph(self.kernel.status, self.kernel.blocked_call)
         self.kernel.on_block = self._on_block
         self.kernel.on_finish = self._on_finish
         self.rendezvous = Rendezvous(self.kernel, self.policy, self.clocks, self.clock_model,
-                                     on_collective, self.waits)
+                                     on_collective, self.waits,
+                                     openers_only=self.trace is None)
         self.mailbox = Mailbox(self.kernel, self.clocks, self.clock_model, self._on_p2p)
         self.iterations = {r: 0 for r in range(n)}
         self.progress = progress
@@ -87,9 +111,9 @@ class InprocWorld:
     # -- the run -------------------------------------------------------------------------
     def run(self, program: Callable, args: tuple) -> LaunchOutcome:
         kernel = self.kernel
+        finders = [OriginFinder(self.config.wrappers) for _ in self.places]
         dists = [Distributed(p, InprocTransport(r, kernel, self.rendezvous, self.mailbox,
-                                                self.clocks[r], self._on_iteration),
-                             OriginFinder(self.config.wrappers))
+                                                self.clocks[r], self._on_iteration), finders[r])
                  for r, p in enumerate(self.places)]
         results: list[Any] = [None] * len(dists)
 
@@ -107,24 +131,54 @@ class InprocWorld:
             except BaseException as exc:  # a rank's failure is a report, not a crash
                 self._fail(r, exc)
                 return
+            finally:
+                finders[r].release()         # the frames it remembers end with the rank
             kernel.finish(r)
             self._on_iteration(r, None)
 
-        with Watchdog(self.config.timeout), markers.installed(self.config.iteration_marker), \
-                intercept.installed(self.config.intercept) as interception:
+        with contextlib.ExitStack() as stack:
+            # threads: the runner keeps the deadline itself, and interrupts the running rank
+            if not self.threads:
+                stack.enter_context(Watchdog(self.config.timeout))
+            stack.enter_context(markers.installed(self.config.iteration_marker))
+            interception = stack.enter_context(
+                intercept.installed(self.config.intercept, self._inproc_torch(stack)))
+            modules = stack.enter_context(rank_local.installed(
+                self.config.rank_local, len(dists), interception.standins()))
+            kernel.on_switch = modules.switch_to if modules is not None else None
             try:
-                kernel.run([lambda r=r: rank_main(r) for r in range(len(dists))],
-                           self._check_clock, self._idle)
+                kernel.run([functools.partial(rank_main, r) for r in range(len(dists))],
+                           self._check_clock, self._idle, on_timeout=DeadlineExpired)
             except DeadlineExpired:
                 self._at_deadline()
         error = kernel.error
-        if self.policy.divergence_fails and self.tracker.divergences:
+        if self.tracker is not None and self.policy.divergence_fails \
+                and self.tracker.divergences:
             # Under the lockstep assumption the earliest divergence is the root cause, even
             # when the run went on to fail per group.
             error = self.tracker.first_mismatch()
         return LaunchOutcome(results, error, [dict(d.census) for d in dists],
                              self.tracker.notes() if self.tracker else [],
+                             notes=list(dict.fromkeys(n for d in dists for n in d.notes)),
                              trace=self.trace or [], clocks=[c.events for c in self.clocks])
+
+    def _inproc_torch(self, stack: contextlib.ExitStack):
+        """What intercepted torch.distributed gets on inproc: real c10d groups of trtsim's
+        backend in a c10d world per rank, and the launch's store (None without "torch")."""
+        if not self.threads:
+            return None
+        from ..intercept import InprocTorch
+        from . import c10d_group, c10d_world
+        c10d_group.register()
+        stack.enter_context(c10d_world.installed())
+        kernel = self.kernel
+
+        def wait_turn() -> None:
+            from ..current import current
+            kernel.check()
+            kernel.step_aside(current().global_rank)
+        return InprocTorch(c10d_group.BACKEND, c10d_group.InprocStore(wait_turn),
+                           c10d_world.RankWorld)
 
     # The wait graph notices a stuck set the moment it forms, whatever the other ranks do.
     # The report waits until they have run on -- until no rank can run, or SETTLE_SWITCHES
@@ -139,9 +193,12 @@ class InprocWorld:
         if self._stuck_at is None and self.waits.stuck_after_finish(r):
             self._stuck_at = self.kernel.steps
 
+    def _find_deadlock(self, states: dict[int, RankState]) -> dict[int, tuple[int, ...]]:
+        return find_deadlock(states, lambda s: self.waits.waits_in(s, states))
+
     def _check_deadlock(self) -> None:
         states = self.snapshot()
-        stuck = find_deadlock(states)
+        stuck = self._find_deadlock(states)
         if stuck:
             self.kernel.report(deadlock_error(states, stuck))
         else:                # never, if the graph and the analysis agree (tests/test_waitgraph.py)
@@ -168,9 +225,9 @@ class InprocWorld:
 
     def _idle(self) -> None:
         states = self.snapshot()
-        stuck = find_deadlock(states)
+        stuck = self._find_deadlock(states)
         if not stuck:
-            raise RuntimeError("inproc scheduler: no rank can run, yet none is stuck")
+            raise SchedulerStalled("inproc scheduler: no rank can run, yet none is stuck")
         self.kernel.report(deadlock_error(states, stuck))
 
     def _fail(self, r: int, exc: BaseException) -> None:

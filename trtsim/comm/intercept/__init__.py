@@ -11,30 +11,51 @@ backends the real collective runs underneath, after the guard; on inproc trtsim 
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from .comms import RankAPI
 
 INTERCEPTABLE = ("torch", "mpi")
 
 
+@dataclass(frozen=True)
+class InprocTorch:
+    """What an inproc launch gives intercepted torch.distributed: the c10d backend its
+    groups are made with, the launch's store, and a fresh c10d world for each rank."""
+
+    backend: str
+    store: Any
+    new_world: Callable[[], Any]
+
+
 class Interception:
     """What a launch intercepts; ``attach`` gives one rank its per-API state."""
 
-    def __init__(self, names: tuple[str, ...], real_torch=None):
-        self.names, self.real_torch = names, real_torch
+    def __init__(self, names: tuple[str, ...], real_torch=None,
+                 inproc: InprocTorch | None = None):
+        self.names, self.real_torch, self.inproc = names, real_torch, inproc
+
+    def standins(self) -> dict[int, object]:
+        """id(real function) -> stand-in, for names bound before the launch."""
+        if "torch" not in self.names:
+            return {}
+        from .torch_shim import standins
+        return standins()
 
     def attach(self, dist) -> None:
         api = dist._rank_api = dist._rank_api or RankAPI(dist)
         if "torch" in self.names:
             from .torch_groups import TorchRank
-            api.state["torch"] = TorchRank(api, self.real_torch)
+            api.state["torch"] = TorchRank(api, self.real_torch, self.inproc)
+            api.state["torch"].start()
         if "mpi" in self.names:
             from .mpi_standin import MPIRank
             api.state["mpi"] = MPIRank(api)
 
 
 @contextlib.contextmanager
-def installed(names: tuple[str, ...]):
+def installed(names: tuple[str, ...], inproc: InprocTorch | None = None):
     """The stand-ins of ``names`` installed inside the block; yields the Interception."""
     with contextlib.ExitStack() as stack:
         real = None
@@ -44,7 +65,7 @@ def installed(names: tuple[str, ...]):
         if "mpi" in names:
             from .mpi_standin import installed as mpi_installed
             stack.enter_context(mpi_installed())
-        yield Interception(tuple(names), real)
+        yield Interception(tuple(names), real, inproc)
 
 
 def check_names(names) -> tuple[str, ...]:

@@ -38,6 +38,7 @@ class RankAPI:
 
     dist: Any
     state: dict = field(default_factory=dict)       # api name -> that API's rank state
+    _kinds: dict = field(default_factory=dict, repr=False)   # communicator ranks -> kind
 
     @property
     def rank(self) -> int:
@@ -68,7 +69,10 @@ class RankAPI:
 
     def collective(self, comm: Comm, op: str, payload, api: str, root: int | None = None,
                    reduce_op: str | None = None, run: Callable | None = None):
-        return self.dist._collective(self.kind_of(comm.ranks), op, payload, None, root,
+        kind = self._kinds.get(comm.ranks)         # the same on every call: worked out once
+        if kind is None:
+            kind = self._kinds[comm.ranks] = self.kind_of(comm.ranks)
+        return self.dist._collective(kind, op, payload, None, root,
                                      reduce_op, group=comm.ranks, comm=comm.id, api=api,
                                      run=run)
 

@@ -4,17 +4,22 @@ communicators, on the launch's backend, guarded; no MPI library is needed.
 Installed for the length of a launch in ``sys.modules`` (``mpi4py``, ``mpi4py.MPI``,
 ``mpi4py.util``, ``mpi4py.util.pkl5``), so it wins over a real mpi4py inside the ranks: on the
 process backends the ranks import the rank program after the install; on inproc, a module
-that bound ``MPI`` before the launch keeps what it bound.
+that bound ``MPI`` before the launch keeps what it bound. Under mpirun (``python -m
+trtsim.mpi``) the same module fronts the real library: each call is guarded, then runs as the
+real mpi4py call.
 
 Covered: ``COMM_WORLD``, ``COMM_SELF``, ``COMM_NULL``; ``Split``/``Split_type``/``Dup``/
-``Create``/``Create_group``; the object collectives, the numpy buffer collectives ``Bcast``,
-``Allgather``, ``Allreduce``, ``Reduce``, ``Gather``, ``Barrier``; tagged ``send``/``recv``/
-``isend``/``irecv``/``sendrecv`` and ``Send``/``Recv``/``Isend``/``Irecv`` with
-``Request.wait``/``test``/``waitall``; ``Status``; the ops ``SUM``, ``PROD``, ``MAX``, ``MIN``,
-``BAND``, ``BOR``, ``BXOR``; ``pkl5.Intracomm``. Not covered (each raises NotImplementedError
-naming itself): one-sided communication (``Win``), MPI-IO (``File``), dynamic processes
-(``Comm.Spawn``, ``Open_port``), intercommunicators and topologies, persistent and matched
-messages, receives from ``ANY_SOURCE`` or with ``ANY_TAG``.
+``Create``/``Create_group``/``Free``; the object collectives; the buffer collectives
+``Bcast``, ``Gather(v)``, ``Scatter(v)``, ``Allgather(v)``, ``Alltoall(v)``, ``Reduce``,
+``Allreduce``, ``Reduce_scatter(_block)``, ``Barrier`` over buffer specs of numpy arrays,
+bytes, bytearrays and memoryviews with the predefined datatypes (``mpi_datatypes``); tagged
+``send``/``recv``/``isend``/``irecv``/``sendrecv`` and ``Send``/``Recv``/``Isend``/``Irecv``;
+``Probe``/``Iprobe``/``probe``/``iprobe``; ``Request`` (``wait``, ``test``, ``waitall``,
+``testall``) and ``Status`` (source, tag, count); the ops ``SUM``, ``PROD``, ``MAX``, ``MIN``,
+``BAND``, ``BOR``, ``BXOR``; ``pkl5.Intracomm``. Every other name of mpi4py raises
+NotImplementedError naming itself (``mpi_names``), among them one-sided communication
+(``Win``), MPI-IO (``File``), dynamic processes, intercommunicators and topologies,
+persistent and matched messages, and receives or probes from ``ANY_SOURCE`` or ``ANY_TAG``.
 """
 
 from __future__ import annotations
@@ -23,32 +28,14 @@ import contextlib
 import sys
 import time
 import types
+from typing import Any
 
-from . import mpi_comm
+from . import mpi_comm, mpi_datatypes, mpi_requests
 from .comms import Comm, rank_api
+from .mpi_names import not_covered
 from .mpi_run import MPIRank
 
-NOT_COVERED = {"Win": "one-sided communication", "File": "MPI-IO",
-               "Open_port": "dynamic processes", "Lookup_name": "dynamic processes",
-               "Intercomm": "intercommunicators", "Cartcomm": "topologies",
-               "Graphcomm": "topologies", "Distgraphcomm": "topologies",
-               "Prequest": "persistent requests", "Message": "matched messages",
-               "Session": "sessions"}
-
 __all__ = ["MPIRank", "installed", "standin_modules"]
-
-
-class Op:
-    """A reduce op (``MPI.SUM``): its name decides, and it reduces two values when called."""
-
-    def __init__(self, name: str, fn):
-        self.name, self._fn = name, fn
-
-    def __call__(self, a, b):
-        return self._fn(a, b)
-
-    def __repr__(self) -> str:
-        return f"MPI.{self.name}"
 
 
 class _WorldComm(mpi_comm.Intracomm):
@@ -64,6 +51,9 @@ class _WorldComm(mpi_comm.Intracomm):
     @_comm.setter
     def _comm(self, value):
         pass
+
+    def _real_comm(self, state: MPIRank):
+        return state.real.COMM_WORLD
 
 
 class _SelfComm(mpi_comm.Intracomm):
@@ -81,49 +71,67 @@ class _SelfComm(mpi_comm.Intracomm):
     def _comm(self, value):
         pass
 
+    def _real_comm(self, state: MPIRank):
+        return state.real.COMM_SELF
 
-def _not_covered(name: str, why: str):
-    def refuse(*args, **kwargs):
-        raise NotImplementedError(f"MPI.{name} ({why}) is not covered by trtsim's MPI stand-in")
-    return refuse
+
+class _RC:
+    """``mpi4py.rc``: settable options, callable as ``mpi4py.rc(recv_mprobe=False)``."""
+
+    def __init__(self):
+        self.initialize = self.threads = self.finalize = True
+        self.thread_level, self.recv_mprobe, self.errors = "multiple", False, "exception"
+
+    def __call__(self, **options) -> None:
+        for key, value in options.items():
+            setattr(self, key, value)
+
+
+def _module(name: str, doc: str, owner: str | None = None) -> Any:
+    """A module whose missing names are mpi4py's not-covered ones (``owner``'s list); typed
+    Any: its attributes are set one by one below, as mpi4py's are made in C."""
+    mod: Any = types.ModuleType(name, doc)
+    if owner is not None:
+        mod.__getattr__ = lambda attr: not_covered(owner, attr)
+    return mod
 
 
 def standin_modules() -> dict[str, types.ModuleType]:
     """Fresh stand-in modules by name (what ``installed`` puts in sys.modules)."""
-    import operator
-
-    mpi = types.ModuleType("mpi4py.MPI", "trtsim's stand-in for mpi4py.MPI")
-    ops = {"SUM": operator.add, "PROD": operator.mul, "MAX": max, "MIN": min,
-           "BAND": operator.and_, "BOR": operator.or_, "BXOR": operator.xor}
-    for name, fn in ops.items():
-        setattr(mpi, name, Op(name, fn))
-    for name in ("ANY_SOURCE", "ANY_TAG", "PROC_NULL", "UNDEFINED", "IN_PLACE", "COMM_NULL",
-                 "Intracomm", "Request", "Status", "Group"):
+    mpi = _module("mpi4py.MPI", "trtsim's stand-in for mpi4py.MPI", "MPI")
+    for table in (mpi_datatypes.DATATYPES, mpi_datatypes.OPS):
+        for attr, value in table.items():
+            setattr(mpi, attr, value)
+    for name in ("IN_PLACE", "BOTTOM", "Datatype", "Op", "Exception", "ERR_BUFFER",
+                 "ERR_COUNT", "ERR_TYPE", "ERR_COMM", "ERR_TRUNCATE", "ERR_OTHER"):
+        setattr(mpi, name, getattr(mpi_datatypes, name))
+    for name in ("ANY_SOURCE", "ANY_TAG", "PROC_NULL", "UNDEFINED", "Request", "Status"):
+        setattr(mpi, name, getattr(mpi_requests, name))
+    for name in ("COMM_NULL", "Intracomm", "Group"):
         setattr(mpi, name, getattr(mpi_comm, name))
     mpi.Comm = mpi_comm.Intracomm
     mpi.COMM_WORLD, mpi.COMM_SELF = _WorldComm(), _SelfComm()
-    mpi.COMM_TYPE_SHARED, mpi.INFO_NULL, mpi.REQUEST_NULL = 9, None, None
+    mpi.SUCCESS, mpi.COMM_TYPE_SHARED, mpi.INFO_NULL = 0, 0, None     # Open MPI's values
+    mpi.REQUEST_NULL = mpi_requests.Request(None)
     mpi.THREAD_SINGLE, mpi.THREAD_FUNNELED, mpi.THREAD_SERIALIZED, mpi.THREAD_MULTIPLE = 0, 1, 2, 3
-    mpi.Exception = RuntimeError
     mpi.Init = mpi.Finalize = lambda *a, **k: None
     mpi.Init_thread = lambda *a, **k: mpi.THREAD_MULTIPLE
     mpi.Query_thread = lambda: mpi.THREAD_MULTIPLE
+    mpi.Is_thread_main = lambda: True
     mpi.Is_initialized, mpi.Is_finalized = (lambda: True), (lambda: False)
-    mpi.Wtime = time.perf_counter
+    mpi.Wtime, mpi.Wtick = time.perf_counter, (lambda: 1e-9)
     mpi.Get_processor_name = lambda: "trtsim"
     mpi.Get_version = lambda: (3, 1)
+    mpi.Get_library_version = lambda: "trtsim MPI stand-in (mpi4py 4.1.2 API)"
     mpi.get_vendor = lambda: ("trtsim", (0, 1, 0))
-    for name, why in NOT_COVERED.items():
-        setattr(mpi, name, _not_covered(name, why))
-    pkl5 = types.ModuleType("mpi4py.util.pkl5", "trtsim's stand-in for mpi4py.util.pkl5")
+    pkl5 = _module("mpi4py.util.pkl5", "trtsim's stand-in for mpi4py.util.pkl5")
     pkl5.Intracomm = pkl5.Comm = lambda comm=None: comm if comm is not None else mpi.COMM_WORLD
-    pkl5.Request = mpi_comm.Request
-    util = types.ModuleType("mpi4py.util")
-    util.pkl5 = pkl5
-    root = types.ModuleType("mpi4py", "trtsim's stand-in for mpi4py")
+    pkl5.Request = mpi_requests.Request
+    util = _module("mpi4py.util", "trtsim's stand-in for mpi4py.util")
+    util.pkl5, util.__path__ = pkl5, []
+    root = _module("mpi4py", "trtsim's stand-in for mpi4py")
     root.MPI, root.util, root.__path__ = mpi, util, []
-    root.rc = types.SimpleNamespace(initialize=True, threads=True, thread_level="multiple",
-                                    finalize=None, recv_mprobe=False)
+    root.rc, root.__version__ = _RC(), "4.1.2"
     root.get_config = lambda: {}
     return {"mpi4py": root, "mpi4py.MPI": mpi, "mpi4py.util": util, "mpi4py.util.pkl5": pkl5}
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from ..guard.rules import output_list_error
+from ..ops import Op
 from ..reduce_op import op_name
 from .torch_groups import state
 
@@ -35,6 +37,21 @@ class Done:
         return []
 
 
+class Each:
+    """The handle of a coalesced async call: every single call's handle."""
+
+    def __init__(self, handles: list):
+        self.handles = handles
+
+    def wait(self, timeout=None) -> bool:
+        for h in self.handles:
+            h.wait()
+        return True
+
+    def is_completed(self) -> bool:
+        return all(h.is_completed() for h in self.handles)
+
+
 def _root(comm, rank, group_rank, what: str) -> int:
     if rank is not None and group_rank is not None:
         raise ValueError(f"{what}: give a global rank or a group rank, not both")
@@ -44,6 +61,18 @@ def _root(comm, rank, group_rank, what: str) -> int:
                              f"{len(comm.ranks)} ranks")
         return group_rank
     return comm.index(0 if rank is None else rank, f"{what}:")
+
+
+def _fits(name: str, group, what: str, items, root: int | None = None) -> None:
+    """The guard's list-length rule, on every backend before the call: ``items`` (a list
+    argument) must have one entry per member (on the root only, when ``root`` is given)."""
+    st = state(name)
+    comm = st.comm(group, name)
+    if st.api.rank not in comm.ranks or (root is not None and comm.ranks[root] != st.api.rank):
+        return
+    why = output_list_error(f"torch.distributed.{name}", what, len(items), len(comm.ranks))
+    if why is not None:
+        raise ValueError(why)
 
 
 def make_collective_functions(real):
@@ -65,41 +94,57 @@ def make_collective_functions(real):
         return Done() if async_op else None
 
     def all_reduce(tensor, op=real.ReduceOp.SUM, group=None, async_op=False):
-        st, value, member = call("all_reduce", group, "allreduce", tensor, reduce_op=op_name(op),
+        st, value, member = call("all_reduce", group, Op.ALLREDUCE, tensor, reduce_op=op_name(op),
                                  real_call=lambda: real.all_reduce(tensor, op, group, async_op))
         if member and not st.api.real:
             tensor.copy_(value)
         return done(st, value, async_op) if member else None
 
     def all_gather(tensor_list, tensor, group=None, async_op=False):
-        st, value, member = call("all_gather", group, "allgather", tensor, real_call=lambda:
+        _fits("all_gather", group, "tensor_list", tensor_list)
+        st, value, member = call("all_gather", group, Op.ALLGATHER, tensor, real_call=lambda:
                                  real.all_gather(tensor_list, tensor, group, async_op))
         if member and not st.api.real:
             for out, got in zip(tensor_list, value):
                 out.copy_(got)
         return done(st, value, async_op) if member else None
 
-    def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
-        st, value, member = call("all_gather_into_tensor", group, "allgather", input_tensor,
-                                 real_call=lambda: real.all_gather_into_tensor(
-                                     output_tensor, input_tensor, group, async_op))
-        if member and not st.api.real:
-            output_tensor.copy_(torch.cat([v.reshape(-1) for v in value]).view_as(output_tensor))
-        return done(st, value, async_op) if member else None
+    # torch 2.13 names these two twice (``*_single`` is the new spelling): one stand-in each
+    def gather_into(name):
+        def gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+            st, value, member = call(name, group, Op.ALLGATHER, input_tensor,
+                                     real_call=lambda: getattr(real, name)(
+                                         output_tensor, input_tensor, group, async_op))
+            if member and not st.api.real:
+                output_tensor.copy_(torch.cat([v.reshape(-1) for v in value])
+                                    .view_as(output_tensor))
+            return done(st, value, async_op) if member else None
+        gather_into_tensor.__name__ = name
+        return gather_into_tensor
 
-    def reduce_scatter_tensor(output, input, op=real.ReduceOp.SUM, group=None, async_op=False):
-        st = state("reduce_scatter_tensor")
-        n = len(st.comm(group, "reduce_scatter_tensor").ranks)
-        st, value, member = call("reduce_scatter_tensor", group, "reduce_scatter",
-                                 list(input.chunk(n)), reduce_op=op_name(op),
-                                 real_call=lambda: real.reduce_scatter_tensor(
-                                     output, input, op, group, async_op))
-        if member and not st.api.real:
-            output.copy_(value.view_as(output))
-        return done(st, value, async_op) if member else None
+    def scatter_from(name):
+        def reduce_scatter_tensor(output, input, op=real.ReduceOp.SUM, group=None,
+                                  async_op=False):
+            st = state(name)
+            n = len(st.comm(group, name).ranks)
+            st, value, member = call(name, group, Op.REDUCE_SCATTER, list(input.chunk(n)),
+                                     reduce_op=op_name(op), real_call=lambda: getattr(real, name)(
+                                         output, input, op, group, async_op))
+            if member and not st.api.real:
+                output.copy_(value.view_as(output))
+            return done(st, value, async_op) if member else None
+        reduce_scatter_tensor.__name__ = name
+        return reduce_scatter_tensor
+
+    all_gather_into_tensor = gather_into("all_gather_into_tensor")
+    reduce_scatter_tensor = scatter_from("reduce_scatter_tensor")
+    singles = tuple(f(name) for f, name in ((gather_into, "all_gather_single"),
+                                            (scatter_from, "reduce_scatter_single"))
+                    if hasattr(real, name))
 
     def reduce_scatter(output, input_list, op=real.ReduceOp.SUM, group=None, async_op=False):
-        st, value, member = call("reduce_scatter", group, "reduce_scatter", list(input_list),
+        _fits("reduce_scatter", group, "input_list", input_list)
+        st, value, member = call("reduce_scatter", group, Op.REDUCE_SCATTER, list(input_list),
                                  reduce_op=op_name(op), real_call=lambda: real.reduce_scatter(
                                      output, input_list, op, group, async_op))
         if member and not st.api.real:
@@ -111,7 +156,7 @@ def make_collective_functions(real):
         st = state("all_to_all_single")
         n = len(st.comm(group, "all_to_all_single").ranks)
         parts = list(input.split(input_split_sizes) if input_split_sizes else input.chunk(n))
-        st, value, member = call("all_to_all_single", group, "alltoall", parts,
+        st, value, member = call("all_to_all_single", group, Op.ALLTOALL, parts,
                                  real_call=lambda: real.all_to_all_single(
                                      output, input, output_split_sizes, input_split_sizes,
                                      group, async_op))
@@ -120,7 +165,9 @@ def make_collective_functions(real):
         return done(st, value, async_op) if member else None
 
     def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
-        st, value, member = call("all_to_all", group, "alltoall", list(input_tensor_list),
+        _fits("all_to_all", group, "output_tensor_list", output_tensor_list)
+        _fits("all_to_all", group, "input_tensor_list", input_tensor_list)
+        st, value, member = call("all_to_all", group, Op.ALLTOALL, list(input_tensor_list),
                                  real_call=lambda: real.all_to_all(
                                      output_tensor_list, input_tensor_list, group, async_op))
         if member and not st.api.real:
@@ -131,7 +178,7 @@ def make_collective_functions(real):
     def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
         st = state("broadcast")
         root = _root(st.comm(group, "broadcast"), src, group_src, "broadcast")
-        st, value, member = call("broadcast", group, "broadcast", tensor, root=root,
+        st, value, member = call("broadcast", group, Op.BROADCAST, tensor, root=root,
                                  real_call=lambda: real.broadcast(tensor, src, group, async_op,
                                                                   group_src))
         if member and not st.api.real:
@@ -142,7 +189,7 @@ def make_collective_functions(real):
                group_dst=None):
         st = state("reduce")
         root = _root(st.comm(group, "reduce"), dst, group_dst, "reduce")
-        st, value, member = call("reduce", group, "reduce", tensor, root, op_name(op),
+        st, value, member = call("reduce", group, Op.REDUCE, tensor, root, op_name(op),
                                  lambda: real.reduce(tensor, dst, op, group, async_op, group_dst))
         if member and not st.api.real and value is not None:
             tensor.copy_(value)
@@ -151,7 +198,8 @@ def make_collective_functions(real):
     def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
         st = state("gather")
         root = _root(st.comm(group, "gather"), dst, group_dst, "gather")
-        st, value, member = call("gather", group, "gather", tensor, root, real_call=lambda:
+        _fits("gather", group, "gather_list", gather_list or [], root)
+        st, value, member = call("gather", group, Op.GATHER, tensor, root, real_call=lambda:
                                  real.gather(tensor, gather_list, dst, group, async_op,
                                              group_dst))
         if member and not st.api.real and value is not None:
@@ -164,8 +212,9 @@ def make_collective_functions(real):
         st = state("scatter")
         comm = st.comm(group, "scatter")
         root = _root(comm, src, group_src, "scatter")
+        _fits("scatter", group, "scatter_list", scatter_list or [], root)
         mine = list(scatter_list) if comm.ranks.index(st.api.rank) == root else None
-        st, value, member = call("scatter", group, "scatter", mine, root, real_call=lambda:
+        st, value, member = call("scatter", group, Op.SCATTER, mine, root, real_call=lambda:
                                  real.scatter(tensor, scatter_list, src, group, async_op,
                                               group_src))
         if member and not st.api.real:
@@ -173,26 +222,27 @@ def make_collective_functions(real):
         return done(st, value, async_op) if member else None
 
     def barrier(group=None, async_op=False, device_ids=None, timeout=None):
-        st, value, member = call("barrier", group, "barrier", None, real_call=lambda:
+        st, value, member = call("barrier", group, Op.BARRIER, None, real_call=lambda:
                                  real.barrier(group, async_op, device_ids))
         return done(st, value, async_op) if member else None
 
     def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
-        call("monitored_barrier", group, "barrier", None, real_call=lambda:
+        call("monitored_barrier", group, Op.BARRIER, None, real_call=lambda:
              real.monitored_barrier(group, timeout, wait_all_ranks))
 
     def broadcast_object_list(object_list, src=None, group=None, device=None, group_src=None):
         st = state("broadcast_object_list")
         root = _root(st.comm(group, "broadcast_object_list"), src, group_src,
                      "broadcast_object_list")
-        st, value, member = call("broadcast_object_list", group, "broadcast", list(object_list),
+        st, value, member = call("broadcast_object_list", group, Op.BROADCAST, list(object_list),
                                  root, real_call=lambda: real.broadcast_object_list(
                                      object_list, src, group, device, group_src))
         if member and not st.api.real:
             object_list[:] = value
 
     def all_gather_object(object_list, obj, group=None):
-        st, value, member = call("all_gather_object", group, "allgather", obj, real_call=lambda:
+        _fits("all_gather_object", group, "object_list", object_list)
+        st, value, member = call("all_gather_object", group, Op.ALLGATHER, obj, real_call=lambda:
                                  real.all_gather_object(object_list, obj, group))
         if member and not st.api.real:
             object_list[:] = value
@@ -200,7 +250,8 @@ def make_collective_functions(real):
     def gather_object(obj, object_gather_list=None, dst=None, group=None, group_dst=None):
         st = state("gather_object")
         root = _root(st.comm(group, "gather_object"), dst, group_dst, "gather_object")
-        st, value, member = call("gather_object", group, "gather", obj, root, real_call=lambda:
+        _fits("gather_object", group, "object_gather_list", object_gather_list or [], root)
+        st, value, member = call("gather_object", group, Op.GATHER, obj, root, real_call=lambda:
                                  real.gather_object(obj, object_gather_list, dst, group,
                                                     group_dst))
         if member and not st.api.real and value is not None:
@@ -212,14 +263,27 @@ def make_collective_functions(real):
         comm = st.comm(group, "scatter_object_list")
         root = _root(comm, src, group_src, "scatter_object_list")
         mine = list(scatter_object_input_list) if comm.ranks.index(st.api.rank) == root else None
-        st, value, member = call("scatter_object_list", group, "scatter", mine, root,
+        st, value, member = call("scatter_object_list", group, Op.SCATTER, mine, root,
                                  real_call=lambda: real.scatter_object_list(
                                      scatter_object_output_list, scatter_object_input_list, src,
                                      group, group_src))
         if member and not st.api.real:
             scatter_object_output_list[0] = value
 
+    # The coalesced forms run as their single calls, one after another, on every backend: the
+    # guard sees the same calls everywhere, and the results are the same.
+    def all_reduce_coalesced(tensors, op=real.ReduceOp.SUM, group=None, async_op=False):
+        handles = [all_reduce(t, op, group, async_op) for t in tensors]
+        return Each(handles) if async_op else None
+
+    def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None,
+                             async_op=False):
+        handles = [all_gather(outs, t, group, async_op)
+                   for outs, t in zip(output_tensor_lists, input_tensor_list)]
+        return Each(handles) if async_op else None
+
     return {f.__name__: f for f in (
+        *singles, all_reduce_coalesced, all_gather_coalesced,
         all_reduce, all_gather, all_gather_into_tensor, reduce_scatter_tensor, reduce_scatter,
         all_to_all_single, all_to_all, broadcast, reduce, gather, scatter, barrier,
         monitored_barrier, broadcast_object_list, all_gather_object, gather_object,

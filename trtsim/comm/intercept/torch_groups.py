@@ -1,10 +1,16 @@
 """torch.distributed's process groups and queries inside launched ranks.
 
-Inproc: every rank lives in this process, so groups are trtsim's own handles (``Group``) and
-the queries answer for the current rank. Processes: trtsim initialised the default process
-group before the rank program ran, so ``init_process_group`` joins it (a no-op) and
-``new_group`` creates a real group, which the guard learns by its creation order (the same on
-every rank: torch creates groups collectively over the world).
+Every group is a real torch ``ProcessGroup``, and trtsim initialised the default process
+group before the rank program ran, so ``init_process_group`` joins it (a no-op, as torch code
+that finds the group initialised expects: device meshes, for one) and ``new_group`` creates
+a real group. Processes: a gloo or NCCL group. Inproc: torch's own ``init_process_group``
+and ``new_group`` run in the rank's own c10d world (``inproc.c10d_world``) with trtsim's
+inproc backend (``inproc.c10d_group``), whatever backend the program names; the group
+remembers the name it asked for, which ``get_backend`` answers. ``new_group`` is
+collective over the world (a rank that skips it hangs the others), so it is guarded as a
+world barrier first. The guard names a group by an id every member agrees on: the order of
+``new_group`` calls, which every rank shares (``torch:N``), or torch's group name for groups
+made where trtsim does not see it (device meshes: ``torch:pgNAME``).
 """
 
 from __future__ import annotations
@@ -12,36 +18,32 @@ from __future__ import annotations
 import torch.distributed as tdist
 
 from .comms import Comm, rank_api
+from ..ops import Op
 
 WORLD_ID = "torch:world"
-
-
-class Group:
-    """A process group of the inproc backend: its ranks, its id, torch's ProcessGroup API."""
-
-    def __init__(self, comm: Comm):
-        self.comm = comm
-
-    def rank(self) -> int:
-        api = rank_api("ProcessGroup.rank")
-        return self.comm.ranks.index(api.rank) if api.rank in self.comm.ranks else -1
-
-    def size(self) -> int:
-        return len(self.comm.ranks)
-
-    def __repr__(self) -> str:
-        return f"<trtsim process group {self.comm.id} ranks={list(self.comm.ranks)}>"
+DEFAULT_BACKEND = "gloo"       # what ``get_backend`` says of an inproc group made without one
 
 
 class TorchRank:
-    """One rank's torch.distributed state: initialised or not, the groups it created."""
+    """One rank's torch.distributed state: initialised or not, the groups it knows.
 
-    def __init__(self, api, real):
-        self.api, self.real = api, real
+    ``inproc`` is what an inproc launch provides (None on the process backends, whose
+    processes have torch's own state); ``c10d`` the rank's own c10d world there."""
+
+    def __init__(self, api, real, inproc=None):
+        self.api, self.real, self.inproc = api, real, inproc
         self.initialized = api.real       # processes: trtsim initialised torch already
         self.created = 0
-        self.real_groups: dict[int, Comm] = {}      # id(ProcessGroup) -> Comm (processes)
+        self.groups: dict[int, tuple] = {}   # id(ProcessGroup) -> (group, Comm, backend asked)
         self.world = Comm(WORLD_ID, api.world)
+        self.c10d = inproc.new_world() if inproc is not None else None
+
+    def start(self) -> None:
+        """Inproc: this rank's default process group, in its own c10d world (the rank's
+        context must be current: the world is looked up through it)."""
+        if self.inproc is not None:
+            self.real.init_process_group(self.inproc.backend, store=self.inproc.store,
+                                         rank=self.api.rank, world_size=len(self.world.ranks))
 
     def comm(self, group, what: str) -> Comm:
         """The Comm of a ``group`` argument (None: the world)."""
@@ -50,16 +52,20 @@ class TorchRank:
                              "please make sure to call init_process_group.")
         if group is None or group is tdist.GroupMember.WORLD:
             return self.world
-        if isinstance(group, Group):
-            return group.comm
-        found = self.real_groups.get(id(group))
-        if found is None:                 # made outside trtsim's view: known by its ranks
-            ranks = tuple(self.real.get_process_group_ranks(group))
-            found = self.real_groups[id(group)] = Comm(f"torch:pg{ranks}", ranks)
-        return found
+        known = self.groups.get(id(group))
+        if known is None or known[0] is not group:      # made outside trtsim's view
+            comm = Comm(f"torch:pg{group.group_name}",
+                        tuple(self.real.get_process_group_ranks(group)))
+            known = self.groups[id(group)] = (group, comm, None)
+        return known[1]
 
-    def handle(self, comm: Comm):
-        return tdist.GroupMember.WORLD if comm.id == WORLD_ID and self.api.real else Group(comm)
+    def learn(self, group, comm: Comm, backend) -> None:
+        self.groups[id(group)] = (group, comm, backend)
+
+    def backend_asked(self, group):
+        """The backend the program named for ``group`` (inproc), or None."""
+        known = self.groups.get(id(group))
+        return known[2] if known is not None and known[0] is group else None
 
 
 def state(what: str) -> TorchRank:
@@ -85,6 +91,7 @@ def make_group_functions(real):
         if rank not in (-1, st.api.rank):
             raise ValueError(f"init_process_group(rank={rank}): this process is rank "
                              f"{st.api.rank} of the launch")
+        st.learn(tdist.GroupMember.WORLD, st.world, backend)
         st.initialized = True             # joins the launch's world (torchrun's env:// too)
 
     def is_initialized():
@@ -92,12 +99,11 @@ def make_group_functions(real):
 
     def destroy_process_group(group=None):
         st = state("destroy_process_group")
-        if group is not None and st.api.real and not isinstance(group, Group) \
-                and group is not tdist.GroupMember.WORLD:
-            st.real_groups.pop(id(group), None)
+        if group is not None and group is not tdist.GroupMember.WORLD:
+            st.groups.pop(id(group), None)
             real.destroy_process_group(group)
         elif group is None:
-            st.initialized = False        # trtsim's own default group stays for its teardown
+            st.initialized = False        # trtsim's default group stays for its teardown
 
     def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
                   use_local_synchronization=False, group_desc=None, device_id=None,
@@ -109,22 +115,29 @@ def make_group_functions(real):
             st.world.index(r, "new_group: rank")
         st.created += 1
         comm = Comm(f"torch:{st.created}", members)
+        inproc = st.inproc
+        if inproc is None:
+            backend = _usable(backend, st.api.dist)
         def real_group():
-            return real.new_group(list(members), timeout=timeout, backend=backend,
-                                  pg_options=pg_options,
+            return real.new_group(list(members), timeout=timeout,
+                                  backend=backend if inproc is None else inproc.backend,
+                                  pg_options=pg_options if inproc is None else None,
                                   use_local_synchronization=use_local_synchronization,
                                   group_desc=group_desc)
-        run = real_group if st.api.real else None
         # new_group is collective over the world: a rank that skips it hangs the others
         where = comm if use_local_synchronization else st.world
-        if st.api.rank not in where.ranks:
-            return run() if run else tdist.GroupMember.NON_GROUP_MEMBER
-        made = st.api.collective(where, "barrier", None, "torch.new_group", run=run)
-        if st.api.real:
-            if st.api.rank in members:
-                st.real_groups[id(made)] = comm
-            return made
-        return Group(comm) if st.api.rank in members else tdist.GroupMember.NON_GROUP_MEMBER
+        if st.api.rank in where.ranks:
+            if st.api.real:
+                made = st.api.collective(where, Op.BARRIER, None, "torch.new_group",
+                                         run=real_group)
+            else:                          # inproc: the guard first, then this rank's group
+                st.api.collective(where, Op.BARRIER, None, "torch.new_group")
+                made = real_group()
+        else:
+            made = real_group()
+        if made is not None and made is not tdist.GroupMember.NON_GROUP_MEMBER:
+            st.learn(made, comm, backend)
+        return made
 
     def get_rank(group=None):
         st = state("get_rank")
@@ -146,11 +159,63 @@ def make_group_functions(real):
     def get_backend(group=None):
         st = state("get_backend")
         if st.api.real:
-            return real.get_backend(None if isinstance(group, Group) else group)
+            return real.get_backend(group)
         st.comm(group, "get_backend")
-        return tdist.Backend("gloo")
+        asked = st.backend_asked(tdist.GroupMember.WORLD if group is None else group)
+        return tdist.Backend(_cpu_part(asked or DEFAULT_BACKEND))
+
+    def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None,
+                      group_desc=None):
+        """Every rank's subgroup of ``group_size`` consecutive ranks, made with ``new_group``
+        (torch's own calls ``new_group`` by its module name, past the interception)."""
+        st = state("new_subgroups")
+        world = st.comm(group, "new_subgroups").ranks
+        size = group_size if group_size is not None else _local_size()
+        if size <= 0 or len(world) % size:
+            raise ValueError(f"new_subgroups(group_size={group_size}): the group of "
+                             f"{len(world)} ranks does not divide into groups of {size}")
+        mine, made = None, []
+        for start in range(0, len(world), size):
+            ranks = list(world[start:start + size])
+            sub = new_group(ranks, timeout=timeout, backend=backend, pg_options=pg_options,
+                            group_desc=group_desc)
+            made.append(sub)
+            if st.api.rank in ranks:
+                mine = sub
+        return mine, made
 
     return {f.__name__: f for f in (init_process_group, is_initialized, destroy_process_group,
+                                     new_subgroups,
                                      new_group, get_rank, get_world_size,
                                      get_process_group_ranks, get_group_rank, get_global_rank,
                                      get_backend)}
+
+
+def _cpu_part(backend) -> str:
+    """``cuda:nccl,cpu:gloo`` -> ``gloo``: what an inproc group computes on is the host."""
+    text = str(backend)
+    for part in text.split(","):
+        device, sep, name = part.partition(":")
+        if sep and device.strip() == "cpu":
+            return name.strip()
+    return text.split(":")[-1] if ":" in text else text
+
+
+def _local_size() -> int:
+    import torch
+    return torch.cuda.device_count() if torch.cuda.is_available() else 1
+
+
+def _usable(backend, dist):
+    """``backend`` as this machine can make it: a ``cuda:nccl,cpu:gloo`` pair where NCCL or
+    CUDA is missing becomes its CPU part, with a note in the launch's results."""
+    import torch
+    text = str(backend) if backend is not None else ""
+    if "nccl" not in text or "," not in text:
+        return backend
+    if tdist.is_nccl_available() and torch.cuda.is_available():
+        return backend
+    cpu = _cpu_part(text)
+    dist.note(f"new_group(backend={text!r}): no NCCL or CUDA here, so its CPU part "
+              f"({cpu}) made the group")
+    return cpu

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from .torch_groups import state
+from ..ops import Op
 
 
 def _peer(st, group, rank, group_rank, what: str) -> int:
@@ -27,32 +28,33 @@ def make_p2p_functions(real):
     def send(tensor, dst=None, group=None, tag=0, group_dst=None):
         st = state("send")
         peer = _peer(st, group, dst, group_dst, "send")
-        st.api.send("send_tensor", tensor, peer, tag, "torch.send", True,
+        st.api.send(Op.SEND_TENSOR, tensor, peer, tag, "torch.send", True,
                     lambda: real.send(tensor, dst, group, tag, group_dst))
 
     def recv(tensor, src=None, group=None, tag=0, group_src=None):
         st = state("recv")
         peer = _peer(st, group, src, group_src, "recv")
-        st.api.recv("recv_tensor", tensor, peer, tag, "torch.recv", True,
+        st.api.recv(Op.RECV_TENSOR, tensor, peer, tag, "torch.recv", True,
                     lambda: real.recv(tensor, src, group, tag, group_src))
         return peer
 
     def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
         st = state("isend")
         peer = _peer(st, group, dst, group_dst, "isend")
-        return st.api.send("isend_tensor", tensor, peer, tag, "torch.isend", False,
+        return st.api.send(Op.ISEND_TENSOR, tensor, peer, tag, "torch.isend", False,
                            lambda: real.isend(tensor, dst, group, tag, group_dst))
 
     def irecv(tensor, src=None, group=None, tag=0, group_src=None):
         st = state("irecv")
         peer = _peer(st, group, src, group_src, "irecv")
-        return st.api.recv("irecv_tensor", tensor, peer, tag, "torch.irecv", False,
+        return st.api.recv(Op.IRECV_TENSOR, tensor, peer, tag, "torch.irecv", False,
                            lambda: real.irecv(tensor, src, group, tag, group_src))
 
     class P2POp:
         """One send or receive of ``batch_isend_irecv`` (``op`` is ``isend`` or ``irecv``)."""
 
         def __init__(self, op, tensor, peer=None, group=None, tag=0, group_peer=None):
+            op = getattr(op, "__wrapped__", op)       # the installed name wraps the stand-in
             if op not in (isend, irecv, real.isend, real.irecv):
                 raise ValueError("P2POp: op must be torch.distributed.isend or irecv")
             self.op = isend if op in (isend, real.isend) else irecv
@@ -69,14 +71,14 @@ def make_p2p_functions(real):
                          use_batch=False):
         st = state("send_object_list")
         peer = _peer(st, group, dst, group_dst, "send_object_list")
-        st.api.send("send_object", list(object_list), peer, 0, "torch.send_object_list", True,
+        st.api.send(Op.SEND_OBJECT, list(object_list), peer, 0, "torch.send_object_list", True,
                     lambda: real.send_object_list(object_list, dst, group, device, group_dst))
 
     def recv_object_list(object_list, src=None, group=None, device=None, group_src=None,
                          use_batch=False):
         st = state("recv_object_list")
         peer = _peer(st, group, src, group_src, "recv_object_list")
-        got = st.api.recv("recv_object", None, peer, 0, "torch.recv_object_list", True,
+        got = st.api.recv(Op.RECV_OBJECT, None, peer, 0, "torch.recv_object_list", True,
                           lambda: real.recv_object_list(object_list, src, group, device,
                                                         group_src))
         if not st.api.real:

@@ -32,7 +32,9 @@ from typing import Any
 from ..calllog import CALL_LOG_FORMAT, CALL_LOG_SIZE, CALL_LOG_VERSION, FIELDS, encode_call, \
     log_name
 from ..guard.waitfor import BLOCKED, FAILED, RUNNING
+from ..launch_stamp import LaunchStamp
 from ..records import CallRecord
+from ...safe_write import atomic_writer
 
 _TERM = signal.SIGTERM
 
@@ -40,12 +42,13 @@ _TERM = signal.SIGTERM
 class CallLogger:
     """One rank's call log: what it entered, what returned, where it is now."""
 
-    def __init__(self, path: str, header: dict, timeout: float):
+    def __init__(self, path: str, header: dict, timeout: float | None):
         self.path, self.header, self.timeout = path, header, timeout
         self._calls: collections.deque = collections.deque(maxlen=CALL_LOG_SIZE)
         self._entered = 0
         self._current: list | None = None        # the entry of the call the rank is in
-        self.status, self.iteration, self.pending = RUNNING, 0, ()
+        self.status, self.iteration = RUNNING, 0
+        self.pending: tuple[tuple, ...] = ()
         self.failure, self.traceback = "", ""
         self._lock = threading.Lock()
         self._ending = threading.Lock()          # one writer of the last log
@@ -106,11 +109,10 @@ class CallLogger:
                     fields=list(FIELDS), calls=rows)
 
     def write(self, written_on: str) -> None:
-        """Write the log atomically (a reader never sees half a file)."""
-        tmp = f"{self.path}.tmp{os.getpid()}.{threading.get_ident()}"
-        with open(tmp, "w") as f:
+        """Write the log atomically (a reader never sees half a file; a planted link is
+        never followed): through the one safe writer, from any thread."""
+        with atomic_writer(self.path) as f:
             json.dump(self.document(written_on), f, separators=(",", ":"), default=str)
-        os.replace(tmp, self.path)
 
     def close(self, status: str, failure: str = "", traceback: str = "") -> None:
         """The rank leaves: write the log, stop watching, give SIGTERM back. A rank stopped
@@ -169,16 +171,18 @@ class CallLogger:
                 return
 
 
-class _Ledger:
+class LoggedLedger:
     """The rank's ledger, telling the logger what the monitor learns (the ledger methods
-    that change a rank's state; the others pass through)."""
+    that change a rank's state; the others pass through). ``post`` keeps the ledger's
+    contract: it returns the record's match hash, which the transport compares with its
+    peers' to skip reading their records (the fast path)."""
 
     def __init__(self, ledger, logger: CallLogger):
         self._ledger, self._logger = ledger, logger
 
-    def post(self, r: int, rec: CallRecord) -> None:
+    def post(self, r: int, rec: CallRecord) -> bytes:
         self._logger.posted(rec)
-        self._ledger.post(r, rec)
+        return self._ledger.post(r, rec)
 
     def set_status(self, r: int, status: str) -> None:
         self._logger.set_status(status)
@@ -196,12 +200,21 @@ class _Ledger:
         return getattr(self._ledger, name)
 
 
+def logged_ledger(ledger, logger: CallLogger | None):
+    """The ledger a rank's transport is built with: ``ledger`` itself, or, when the rank
+    keeps a call log, ``ledger`` telling the log what it learns. (Built in, not patched in
+    afterwards: a wrapper swapped into a built transport is how a ``post`` that lost its
+    return value went unnoticed.)"""
+    return ledger if logger is None else LoggedLedger(ledger, logger)
+
+
 class LoggedTransport:
     """A rank's transport whose calls go into its call log first (the Transport methods of
-    ``comm.distributed``; everything else passes through)."""
+    ``comm.distributed``; everything else passes through). It wraps the transport and
+    changes nothing in it; the blocked/returned state comes from the ledger the transport
+    was built with (``logged_ledger``)."""
 
     def __init__(self, transport, logger: CallLogger):
-        transport.ledger = _Ledger(transport.ledger, logger)
         self._transport, self._logger = transport, logger
 
     def _through(self, method, rec: CallRecord, *args):
@@ -236,6 +249,9 @@ def start(config, rank: int, places) -> CallLogger | None:
             m = p.mapping
             layout.append([p.instance, p.role, m.tp_size, m.pp_size, m.cp_size,
                            bool(m.enable_attention_dp)])
+    stamp = config.launch or LaunchStamp.of_job()     # torchrun, mpirun: the job's id
     header = {"format": CALL_LOG_FORMAT, "version": CALL_LOG_VERSION, "rank": rank,
-              "name": places[rank].name, "world_size": len(places), "layout": layout}
-    return CallLogger(os.path.join(config.log_dir, log_name(rank)), header, config.timeout)
+              "name": places[rank].name, "world_size": len(places), "layout": layout,
+              "launch": stamp.id, "started_ns": stamp.started_ns}
+    return CallLogger(os.path.join(config.log_dir, log_name(rank, stamp.id)), header,
+                      config.timeout)

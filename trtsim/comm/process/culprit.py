@@ -25,10 +25,7 @@ CAUSE_WAIT_S = 5.0
 def is_peer_loss(exc: BaseException) -> bool:
     """Whether a rank's exception says that a peer's connection went away: a consequence of
     another rank's death rather than a cause."""
-    try:
-        from torch.distributed import DistNetworkError
-    except ImportError:              # older torch: only the message tells
-        DistNetworkError = ()        # noqa: N806
+    from torch.distributed import DistNetworkError    # torch >= 2.2 (setup.cfg: >= 2.4)
     if isinstance(exc, DistNetworkError):
         return True
     return isinstance(exc, (RuntimeError, ConnectionError)) and any(
@@ -43,7 +40,8 @@ def exit_report(name: str, rank: int, exitcode: int) -> RankFailed:
         except ValueError:
             what = f"signal {-exitcode}"
         return RankFailed(f"{name} was killed by {what}", rank=rank, signal=-exitcode)
-    return RankFailed(f"{name} exited with status {exitcode} without a result", rank=rank)
+    return RankFailed(f"{name} exited with status {exitcode} without a result", rank=rank,
+                      exitcode=exitcode)
 
 
 def with_consequence(cause: RankFailed, consequence: RankFailed | None) -> RankFailed:

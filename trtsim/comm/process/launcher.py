@@ -14,23 +14,27 @@ import multiprocessing as mp
 import pickle
 import queue as queue_mod
 import time
-from datetime import timedelta
+from dataclasses import replace
 from multiprocessing import forkserver
 from typing import Any, Callable
 
 import torch
-import torch.distributed as tdist
 
 from ...layout.places import RankPlace
 from ..errors import CollectiveError, CollectiveTimeout, RankFailed
 from ..guard.lockstep import replay_lockstep
 from ..guard.waitfor import timeout_error
 from ..outcome import LaunchOutcome
-from . import lifeline
+from . import lifeline, rank_group
 from .culprit import CAUSE_WAIT_S, exit_report, with_consequence
+from .interrupts import DeferredInterrupts, started_ignoring_interrupts
+from .main_guard import refuse_unguarded_launch
 from .ledger import ITERATION, READY_NS, Ledger
 from .monitor import DeadlockMonitor
+from .store import LOOPBACK, serve_store
 from .torchdist import failed_report, rank_main
+
+STOPPED = "stopped (process state T: SIGSTOP, Ctrl-Z or a debugger)"
 
 
 def device_plan(backend: str, num_ranks: int) -> tuple[dict, list[str]]:
@@ -72,29 +76,34 @@ def _picklable(what: str, obj: Any, backend: str) -> bytes:
 def run_processes(places: list[RankPlace], program: Callable, args: tuple, config,
                   group_table: dict, progress=None) -> LaunchOutcome:
     """Run ``program(dist, *args)`` in one spawned process per rank."""
+    refuse_unguarded_launch()
     program_blob = _picklable("rank program", program, config.backend)
     args_blob = _picklable("args", args, config.backend)
     n = len(places)
     plan, notes = device_plan(config.backend, n)
     ctx = _context()
-    forkserver.ensure_running()           # started here, so every rank knows its parent
-    server = lifeline.server_pid()
-    wakeups = [ctx.Semaphore(0) for _ in range(n)]
-    ledger = Ledger.create(n, wakeups)
-    store = tdist.TCPStore("127.0.0.1", 0, n + 1, True, timeout=timedelta(seconds=60),
-                           wait_for_workers=False)
-    results_q = ctx.Queue()
+    ledger = store = results_q = None
     procs: list = []
     start_ns = time.monotonic_ns()
     try:
-        for r in range(n):
-            p = ctx.Process(target=rank_main, name=f"trtsim-rank{r}", daemon=True, args=(
-                r, places, group_table, program_blob, args_blob, config, plan,
-                ("127.0.0.1", store.port), ledger.name, results_q, wakeups, server))
-            p.start()
-            procs.append(p)
+        with DeferredInterrupts() as interrupts:     # Ctrl-C: raised at the block's end
+            with started_ignoring_interrupts():      # the fork server, the resource tracker
+                forkserver.ensure_running()          # here, so every rank knows its parent
+            server = lifeline.server_pid()
+            wakeups = [ctx.Semaphore(0) for _ in range(n)]
+            ledger = Ledger.create(n, wakeups)
+            store = serve_store(n + 1, 60.0)         # 127.0.0.1 only: the ranks are here
+            results_q = ctx.Queue()
+            for r in range(n):
+                if interrupts.seen:
+                    break
+                p = ctx.Process(target=rank_main, name=f"trtsim-rank{r}", daemon=True, args=(
+                    r, places, group_table, program_blob, args_blob, config, plan,
+                    (LOOPBACK, store.port), ledger.name, results_q, wakeups, server))
+                p.start()
+                procs.append(p)
         monitor = DeadlockMonitor(ledger, places)
-        watch = _Watch(places, procs, results_q, monitor, config, group_table, progress)
+        watch = _Watch(places, procs, results_q, ledger, monitor, config, group_table, progress)
         outcome = watch.run()
         outcome.extras = [{"pid": procs[r].pid,
                            "ready_s": (int(ledger.state[r, READY_NS]) - start_ns) / 1e9
@@ -102,21 +111,31 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
         outcome.notes = notes + outcome.notes
         return outcome
     finally:
+        with DeferredInterrupts():                   # a teardown cut short leaves ranks
+            _tear_down(ledger, procs, results_q)
+            del store
+
+
+def _tear_down(ledger, procs: list, results_q) -> None:
+    """End the ranks, then release what they shared (whatever of it was made)."""
+    if ledger is not None:
         ledger.abort()
-        _end_all(procs)
+    _end_all(procs)
+    if results_q is not None:
         results_q.close()
         results_q.cancel_join_thread()
+    if ledger is not None:
         ledger.close()
-        del store
 
 
 class _Watch:
     """The launcher's loop over results, reports, deaths, deadlocks and the clock."""
 
-    def __init__(self, places, procs, results_q, monitor: DeadlockMonitor, config, groups: dict,
-                 progress=None):
+    def __init__(self, places, procs, results_q, ledger: Ledger, monitor: DeadlockMonitor,
+                 config, groups: dict, progress=None):
         self.places, self.procs, self.q, self.monitor, self.config = places, procs, results_q, \
             monitor, config
+        self.ledger = ledger                  # the launcher's own: progress and group digests
         self.groups = groups
         self.progress = progress
         n = len(places)
@@ -125,6 +144,7 @@ class _Watch:
         self.logs: list[list] = [[] for _ in range(n)]
         self.clocks: list[list] = [[] for _ in range(n)]
         self.done: set[int] = set()
+        self.notes: list[str] = []                # the ranks' own (``Distributed.note``)
         self.error: CollectiveError | None = None
         self.held: RankFailed | None = None       # a lost connection, waiting for its cause
         self.held_until = 0.0
@@ -143,7 +163,7 @@ class _Watch:
                 self.error = self._timeout()
             if self.progress is not None and now - last_progress >= 1.0:
                 last_progress = now
-                its = self.monitor.ledger.state[:, ITERATION]
+                its = self.ledger.state[:, ITERATION]
                 self.progress(f"iteration {int(its.max())}, {len(self.done)}/{n} ranks done")
         policy = self.config.policy
         divergences, lock_err = replay_lockstep(self.groups, self.logs) \
@@ -151,7 +171,7 @@ class _Watch:
         if lock_err is not None and policy.divergence_fails:
             self.error = lock_err            # the root cause under the lockstep assumption
         return LaunchOutcome(self.results, self.error, self.census, divergences,
-                             clocks=self.clocks)
+                             notes=self.notes, clocks=self.clocks)
 
     def _take(self, timeout: float) -> bool:
         try:
@@ -162,6 +182,7 @@ class _Watch:
         if kind == "ok":
             self.results[rank] = pickle.loads(msg[2])
             self.census[rank], self.logs[rank], self.clocks[rank] = msg[3], msg[4], msg[5]
+            self.notes.extend(n for n in msg[6] if n not in self.notes)
             self.done.add(rank)
         elif kind == "failed":
             failure = failed_report(rank, self.places, msg[2], msg[3])
@@ -175,6 +196,8 @@ class _Watch:
                 self.error = self.error or failure
         elif kind == "report":
             self.error = self.error or pickle.loads(msg[2])
+        elif kind == "group":                   # a group its slots name by digest only
+            self.ledger.learn_group(msg[2], msg[3])
         return True
 
     def _exited(self) -> RankFailed | None:
@@ -184,7 +207,7 @@ class _Watch:
                 return exit_report(self.places[r].name, r, p.exitcode)
         return None
 
-    def _dead_rank(self) -> RankFailed | None:
+    def _dead_rank(self) -> CollectiveError | None:
         for r, p in enumerate(self.procs):
             if r in self.done or p.exitcode is None:
                 continue
@@ -198,17 +221,26 @@ class _Watch:
         return None
 
     def _timeout(self) -> CollectiveTimeout:
-        return timeout_error(self.monitor.states(), self.config.timeout)
+        states = self.monitor.states()
+        for r, p in enumerate(self.procs):     # the ledger cannot tell: the rank is not running
+            if r in states and not states[r].is_finished and rank_group.is_stopped(p.pid):
+                states[r] = replace(states[r], status=STOPPED)
+        return timeout_error(states, self.config.timeout)
 
 
 def _end_all(procs: list) -> None:
-    """Terminate, then kill, every rank process still alive, and reap them all."""
+    """Terminate, then kill, every rank process still alive, and reap them all; then end
+    what is left of each rank's process group (what the rank started: ``rank_group``)."""
     for p in procs:
         if p.is_alive():
             p.terminate()
+            rank_group.wake(p.pid)          # a stopped rank must run to act on SIGTERM
     stop = time.monotonic() + 2.0
     for p in procs:
         p.join(max(0.0, stop - time.monotonic()))
         if p.is_alive():
             p.kill()
             p.join(2.0)
+    for p in procs:
+        if p.pid is not None:
+            rank_group.end_group(p.pid)

@@ -29,16 +29,15 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import pickle
 import time
-from dataclasses import replace
 from multiprocessing import shared_memory
+from typing import Any, Callable
 
 import numpy as np
 
-from ..guard.rules import MATCH_FIELDS, match_key
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
 from ..records import CallRecord
+from .record_codec import SLOT_BYTES, RecordCodec, pack_ranks
 from .row_mutex import MUTEX_BYTES, RowLocks
 
 MAX_SLOTS = 16            # communicators one rank may use (trtsim's own kinds take five)
@@ -46,7 +45,6 @@ P2P_SLOT = 0              # slot 0 holds the current p2p call
 _P2P_KEY = 1
 STATUS_CODES = {RUNNING: 0, BLOCKED: 1, DONE: 2, FAILED: 3, "starting": 4}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
-SLOT_BYTES = 2048
 MAX_PENDING = 64
 CLOCK_HISTORY = 64
 # state columns
@@ -54,88 +52,34 @@ STATUS, VERSION, ITERATION, BLOCKED_SLOT, NUM_PENDING, READY_NS, PID = range(7)
 STATE_COLS = 8
 
 
-_ITERATION = (*MATCH_FIELDS, "purpose").index("iteration")
-
-
-def _match_prefix(rec: CallRecord) -> bytes:
-    """The guard's ``match_key`` without the iteration, as bytes: the same for every call of
-    one call site, so a rank computes it once per site (``RecordCodec``)."""
-    key = match_key(rec)
-    return repr(key[:_ITERATION] + key[_ITERATION + 1:]).encode()
-
-
-def _digest(prefix: bytes, iteration: int) -> bytes:
-    return hashlib.blake2b(prefix + b"|%d" % iteration, digest_size=16).digest()
-
-
-def match_hash(rec: CallRecord) -> bytes:
-    """16 bytes that two records share exactly when the guard finds no difference: a digest
-    of the guard's own ``match_key``."""
-    return _digest(_match_prefix(rec), rec.iteration)
-
-
 def comm_key(rec: CallRecord) -> int:
     """A nonzero int64 naming ``rec``'s communicator for the rank that made it (a rank is in
     one group of each of trtsim's kinds; an intercepted communicator has its own id)."""
-    digest = hashlib.blake2b(f"{rec.group_kind}|{rec.comm}".encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little", signed=True) or 2
-
-
-def _encode(rec: CallRecord) -> bytes:
-    data = pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL)
-    if len(data) > SLOT_BYTES:   # absurdly long labels or paths: keep the record, trim text
-        rec = replace(rec, callsite=rec.callsite[-200:], label=(rec.label or "")[:200] or None)
-        data = pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL)
-    return data
-
-
-class RecordCodec:
-    """One rank's records as its ledger row holds them, encoded once per call site.
-
-    A slot holds the pickled record with ``seq``, ``iteration`` and ``clock`` zeroed (the
-    *template*; those three live in numeric columns and are put back by the reader), so a
-    rank pickles a call site's record and hashes its match key once, not on every call.
-    Invariant: ``encode(rec)`` gives ``match_hash(rec)`` and a template that ``decode``
-    turns back into ``rec``."""
-
-    MAX_SITES = 4096          # labels made per request would grow the cache without bound
-
-    def __init__(self):
-        self._sites: dict[tuple, tuple[bytes, bytes]] = {}
-
-    def encode(self, rec: CallRecord) -> tuple[bytes, bytes]:
-        """(template bytes, match hash) of ``rec``."""
-        site = (rec.op, rec.label, rec.callsite, rec.signature, rec.group_kind,
-                rec.group_ranks, rec.root, rec.reduce_op, rec.peer, rec.tag, rec.purpose,
-                rec.comm, rec.api, rec.rank, rec.local_rank, rec.instance)
-        hit = self._sites.get(site)
-        if hit is None:
-            if len(self._sites) >= self.MAX_SITES:
-                self._sites.clear()
-            template = replace(rec, seq=0, iteration=0, clock=0.0)
-            hit = self._sites[site] = (_encode(template), _match_prefix(rec))
-        data, prefix = hit
-        return data, _digest(prefix, rec.iteration)
-
-    @staticmethod
-    def decode(data: bytes, seq: int, iteration: int, clock: float) -> CallRecord:
-        return replace(pickle.loads(data), seq=seq, iteration=iteration, clock=clock)
+    data = hashlib.blake2b(f"{rec.group_kind}|{rec.comm}".encode(), digest_size=8).digest()
+    return int.from_bytes(data, "little", signed=True) or 2
 
 
 class Ledger:
     """Views of the shared block; ``Ledger.create`` in the launcher, ``Ledger.attach`` in ranks."""
 
     def __init__(self, shm: shared_memory.SharedMemory, num_ranks: int, owner: bool,
-                 wakeups: list | None = None):
+                 wakeups: list | None = None,
+                 announce: Callable[[str, tuple], None] | None = None):
         self.shm, self.num_ranks, self.owner = shm, num_ranks, owner
-        self.wakeups = wakeups   # one semaphore per rank: "a peer posted, look again"
+        # one semaphore per rank: "a peer posted, look again" (none in a reader-only view)
+        self.wakeups: list = wakeups if wakeups is not None else []
+        # Groups a slot names only by digest (``record_codec``): a rank announces each one it
+        # uses (``announce``, to the launcher), the launcher keeps them here.
+        self.announce = announce
+        self.known_groups: dict[str, tuple[int, ...]] = {}
         self._slots: dict[tuple, int] = {}   # this rank's (group kind, comm) -> slot
         self._codec = RecordCodec()
         self._posted_data: dict[tuple, bytes] = {}   # (rank, slot) -> template in the block
         self._found: dict[tuple, int] = {}    # reader's (rank, group kind, comm) -> slot
         self._keys: dict[tuple, tuple] = {}  # reader's cache: (rank, slot) -> (seq, group key)
         n, k = num_ranks, MAX_SLOTS - 1
-        buf, off = shm.buf, 0
+        buf: Any = shm.buf         # a memoryview while the block is open
+        off = 0
 
         def take(dtype, shape):
             nonlocal off
@@ -172,17 +116,19 @@ class Ledger:
     def create(cls, num_ranks: int, wakeups: list | None = None) -> "Ledger":
         shm = shared_memory.SharedMemory(create=True, size=cls.size(num_ranks))
         ledger = cls(shm, num_ranks, owner=True, wakeups=wakeups)
-        np.frombuffer(shm.buf, dtype=np.uint8)[:] = 0
+        block: Any = shm.buf                  # a memoryview while the block is open
+        np.frombuffer(block, dtype=np.uint8)[:] = 0
         ledger.locks.initialize()
         ledger.state[:, STATUS] = STATUS_CODES["starting"]
         return ledger
 
     @classmethod
-    def attach(cls, name: str, num_ranks: int, wakeups: list | None = None) -> "Ledger":
+    def attach(cls, name: str, num_ranks: int, wakeups: list | None = None,
+               announce: Callable[[str, tuple], None] | None = None) -> "Ledger":
         # Spawned ranks share the launcher's resource tracker, so attaching registers nothing
         # new and a rank's exit unlinks nothing; the launcher unlinks the block once.
         return cls(shared_memory.SharedMemory(name=name), num_ranks, owner=False,
-                   wakeups=wakeups)
+                   wakeups=wakeups, announce=announce)
 
     @property
     def name(self) -> str:
@@ -233,6 +179,9 @@ class Ledger:
             if not free.size:
                 raise RuntimeError(f"rank {r} uses more than {MAX_SLOTS - 1} communicators")
             slot = self._slots[(rec.group_kind, rec.comm)] = int(free[0]) + 1
+            ranks = pack_ranks(rec.group_ranks)
+            if ranks[0] == "#" and self.announce is not None:
+                self.announce(ranks[2], rec.group_ranks)     # before any reader needs it
             with self.locks.row(r):
                 # before the slot's data: readers find it first
                 self.slot_key[r, slot] = comm_key(rec)
@@ -240,7 +189,10 @@ class Ledger:
 
     def slot_of(self, r: int, rec: CallRecord) -> int | None:
         """Rank r's slot for ``rec``'s communicator, or None when r never called on it (a
-        claimed slot never moves, so a found one is remembered)."""
+        claimed slot never moves, so a found one is remembered). For a p2p record: r's
+        current p2p call, which is in one slot whatever its channel."""
+        if rec.is_p2p:
+            return P2P_SLOT if self.slot_key[r, P2P_SLOT] == _P2P_KEY else None
         where = (r, rec.group_kind, rec.comm)
         slot = self._found.get(where)
         if slot is None:
@@ -267,6 +219,10 @@ class Ledger:
             self.state[r, BLOCKED_SLOT] = slot
             self._status(r, BLOCKED)
         return digest
+
+    def learn_group(self, hexdigest: str, ranks: tuple[int, ...]) -> None:
+        """The launcher: a group a rank announced (slots name it by digest only)."""
+        self.known_groups[hexdigest] = tuple(ranks)
 
     def set_pending_sends(self, r: int, sends: list[tuple[int, int]]) -> None:
         sends = sends[-MAX_PENDING:]
@@ -305,21 +261,23 @@ class Ledger:
             return float(self.clocks[r, slot, rec.seq % CLOCK_HISTORY])
 
     def read_call(self, r: int, rec: CallRecord) -> CallRecord | None:
-        """Rank r's last record on ``rec``'s communicator."""
+        """Rank r's last record on ``rec``'s communicator (its fields that match ``rec``'s
+        are ``rec``'s: see ``record_codec``)."""
         k = self.slot_of(r, rec)
-        return None if k is None else self.read_record(r, k)
+        return None if k is None else self.read_record(r, k, like=rec)
 
-    def read_record(self, r: int, slot: int) -> CallRecord | None:
+    def read_record(self, r: int, slot: int, like: CallRecord | None = None) -> CallRecord | None:
         with self.locks.row(r):
-            return self._record_bytes(r, slot)
+            return self._record_bytes(r, slot, like)
 
-    def _record_bytes(self, r: int, slot: int) -> CallRecord | None:
+    def _record_bytes(self, r: int, slot: int, like: CallRecord | None = None) -> CallRecord | None:
         n = int(self.reclen[r, slot])
         if n <= 0:
             return None
         seq = int(self.seq[r, slot])
         return RecordCodec.decode(self.rec[r, slot, :n].tobytes(), seq, int(self.iters[r, slot]),
-                                  float(self.clocks[r, slot, seq % CLOCK_HISTORY]))
+                                  float(self.clocks[r, slot, seq % CLOCK_HISTORY]), like,
+                                  self.known_groups)
 
     def _posted(self, r: int) -> dict[tuple, int]:
         """Rank r's last sequence on each communicator it used, by group key (the key is

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import signal
+from typing import Any
 
 _PR_SET_PDEATHSIG = 1
 
@@ -50,7 +51,7 @@ def leave_server() -> None:
     last one and the server exits when the launcher dies. (The rank could only have used it
     to ask the server for processes of its own; one it starts gets a server of its own.)"""
     from multiprocessing import forkserver
-    server = forkserver._forkserver  # noqa: SLF001 - the standard library keeps it private
+    server: Any = forkserver._forkserver  # noqa: SLF001 - the standard library keeps it private
     fd = getattr(server, "_forkserver_alive_fd", None)
     if fd is not None:
         try:

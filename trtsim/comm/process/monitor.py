@@ -15,13 +15,13 @@ import time
 from ...layout.places import RankPlace
 from ..errors import CollectiveDeadlock
 from ..guard.waitfor import deadlock_error, find_deadlock
-from .ledger import Ledger
+from .ledger_contract import LedgerView
 
 
 class DeadlockMonitor:
     """``poll()`` returns a CollectiveDeadlock once one is certain, else None."""
 
-    def __init__(self, ledger: Ledger, places: list[RankPlace], interval: float = 0.02):
+    def __init__(self, ledger: LedgerView, places: list[RankPlace], interval: float = 0.02):
         self.ledger = ledger
         self.places = places
         self.interval = interval

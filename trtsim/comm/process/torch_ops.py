@@ -1,119 +1,37 @@
-"""The real collectives of the process backend, on torch.distributed groups.
+"""The point-to-point messages of the process backend, on torch.distributed; its
+collectives are ``torch_collectives``' (re-exported here: ``collective``, ``TorchGroup``,
+``tdist``).
 
-Host objects travel as pickles over the group's gloo communicator (what torch's
-``*_object`` collectives do; TRT-LLM runs the same calls over MPI). Tensors travel over the
-group's tensor communicator: NCCL when every rank has its own GPU, else gloo, with CUDA
-tensors staged through host memory. Roots are indices within the group; torch wants global
-ranks, so they are translated here. p2p objects use two tags per user tag (size, then bytes);
-tensors use the second.
+p2p objects use two tags per user tag (size, then bytes). Tensors use the same two: a
+fixed-size header with the sender's clock and record on the first, the data on the second.
+The receiver reads the header first and asks the guard's p2p rule (``rules.check_message``)
+whether its buffer fits before it takes the data, as the inproc mailbox does: gloo would
+fill part of a larger buffer and say nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
 import pickle
-import types
-from dataclasses import dataclass
-from typing import Any
+import struct
+from typing import Any, Callable
 
 import torch
-import torch.distributed as _torch_dist
 
-from .. import semantics
+from ..errors import CollectiveMismatch
+from ..guard.rules import check_message
+from ..records import CallRecord
+from ..torch_collectives import TorchGroup, collective, obj_bytes, obj_from, tdist
 
-# The real functions, bound once: inside a rank whose torch.distributed is intercepted, the
-# module's names are trtsim's guarded stand-ins, and trtsim's own traffic must not go
-# through them.
-tdist = types.SimpleNamespace(**{name: getattr(_torch_dist, name) for name in (
-    "ReduceOp", "all_gather", "all_gather_object", "broadcast", "broadcast_object_list",
-    "get_rank", "gather", "gather_object", "all_reduce", "send", "isend", "irecv",
-    "new_group")})
-
-_REDUCE = {"sum": tdist.ReduceOp.SUM, "prod": tdist.ReduceOp.PRODUCT,
-           "max": tdist.ReduceOp.MAX, "min": tdist.ReduceOp.MIN, "band": tdist.ReduceOp.BAND,
-           "bor": tdist.ReduceOp.BOR, "bxor": tdist.ReduceOp.BXOR}
-
-
-@dataclass(frozen=True)
-class TorchGroup:
-    """One group's communicators: ``obj`` for host objects (gloo), ``tensor`` for tensors."""
-
-    ranks: tuple[int, ...]
-    obj: Any
-    tensor: Any
-    stage_cuda: bool        # tensor communicator cannot take CUDA tensors: stage via host
-
-
-def _staged(t: torch.Tensor, group: TorchGroup) -> torch.Tensor:
-    return t.detach().cpu().clone() if (group.stage_cuda and t.is_cuda) else t.detach().clone()
-
-
-def _restore(t: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    return t.to(like.device) if t.device != like.device else t
-
-
-def _obj_bytes(obj: Any) -> torch.Tensor:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
-
-
-def _obj_from(t: torch.Tensor, n: int) -> Any:
-    return pickle.loads(t[:n].numpy().tobytes())
-
-
-def collective(op: str, payload: Any, group: TorchGroup, root: int | None,
-               reduce_op: str | None) -> Any:
-    """Execute one collective; the result follows the inproc semantics exactly."""
-    is_tensor = isinstance(payload, torch.Tensor)
-    if op == "allgather":
-        if is_tensor:
-            t = _staged(payload, group)
-            out = [torch.empty_like(t) for _ in group.ranks]
-            tdist.all_gather(out, t, group=group.tensor)
-            return [_restore(o, payload) for o in out]
-        out = [None] * len(group.ranks)
-        tdist.all_gather_object(out, payload, group=group.obj)
-        return out
-    if op == "broadcast":
-        src = group.ranks[root or 0]
-        if is_tensor:
-            t = _staged(payload, group)
-            tdist.broadcast(t, src=src, group=group.tensor)
-            return _restore(t, payload)
-        box = [payload]
-        tdist.broadcast_object_list(box, src=src, group=group.obj)
-        return box[0]
-    if op == "gather":
-        dst = group.ranks[root or 0]
-        me = tdist.get_rank()
-        if is_tensor:
-            t = _staged(payload, group)
-            out = [torch.empty_like(t) for _ in group.ranks] if me == dst else None
-            tdist.gather(t, out, dst=dst, group=group.tensor)
-            return [_restore(o, payload) for o in out] if out is not None else None
-        out = [None] * len(group.ranks) if me == dst else None
-        tdist.gather_object(payload, out, dst=dst, group=group.obj)
-        return out
-    if op == "allreduce":
-        if is_tensor:
-            t = _staged(payload, group)
-            tdist.all_reduce(t, op=_REDUCE[reduce_op or "sum"], group=group.tensor)
-            return _restore(t, payload)
-        # Host numbers may differ in kind between members (an int here, a float there), as
-        # with MPI's pickled allreduce: gather them and reduce as the inproc backend does.
-        out = [None] * len(group.ranks)
-        tdist.all_gather_object(out, payload, group=group.obj)
-        return semantics.allreduce(out, reduce_op or "sum")[0]
-    if op == "barrier":
-        tdist.all_reduce(torch.zeros(1, dtype=torch.int64), group=group.obj)
-        return None
-    raise ValueError(f"unknown collective op {op!r}")
+__all__ = ["TorchGroup", "collective", "tdist", "send", "PendingRecv", "HEADER_BYTES"]
 
 
 class _Works:
-    """Several in-flight sends that complete together."""
+    """Several in-flight sends that complete together; ``rec``: the send's record."""
 
-    def __init__(self, works: list, keep: list):
+    def __init__(self, works: list, keep: list, rec: CallRecord | None = None):
         self._works, self._keep = works, keep     # keep: tensors alive until completion
+        self.rec = rec
 
     def is_completed(self) -> bool:
         return all(w.is_completed() for w in self._works)
@@ -123,60 +41,100 @@ class _Works:
             w.wait()
 
 
+HEADER_BYTES = 1024      # a tensor message's header: the sender's clock and record
+_TEXT_MAX = 240          # longer texts travel as a digest (compared exactly, shown short)
+
+
+def _short(text: str | None) -> str | None:
+    if text is None or len(text) <= _TEXT_MAX:
+        return text
+    return f"{text[:80]}...#{hashlib.blake2b(text.encode(), digest_size=16).hexdigest()}"
+
+
+def _header(rec: CallRecord | None, clock: float) -> torch.Tensor:
+    """``clock`` and what the receiver's guard needs of ``rec``, in HEADER_BYTES."""
+    fields = () if rec is None else (rec.op, rec.seq, _short(rec.signature), _short(rec.label),
+                                     rec.iteration, _short(rec.callsite), rec.rank,
+                                     rec.local_rank, rec.instance)
+    data = pickle.dumps(fields, protocol=pickle.HIGHEST_PROTOCOL)
+    out = bytearray(HEADER_BYTES)
+    struct.pack_into("<dI", out, 0, clock, len(data))
+    out[12:12 + len(data)] = data
+    return torch.frombuffer(out, dtype=torch.uint8)
+
+
+def _sender(header: torch.Tensor, receiver: CallRecord) -> tuple[float, CallRecord | None]:
+    """The clock and the sender's record from a header (None: the sender sent none)."""
+    raw = header.numpy().tobytes()
+    clock, n = struct.unpack_from("<dI", raw, 0)
+    fields = pickle.loads(raw[12:12 + n])
+    if not fields:
+        return clock, None
+    op, seq, signature, label, iteration, callsite, rank, local_rank, instance = fields
+    return clock, CallRecord(op, seq, label, iteration, callsite, signature, rank, local_rank,
+                             instance, "p2p", receiver.group_ranks, peer=receiver.rank,
+                             tag=receiver.tag, clock=clock)
+
+
 def send(payload: Any, dst: int, tag: int, as_tensor: bool, blocking: bool,
-         stage_cuda: bool, clock: float = 0.0) -> _Works | None:
+         stage_cuda: bool, clock: float = 0.0, rec: CallRecord | None = None) -> _Works | None:
     """Send an object (size then bytes of (clock, object) on tags 2t and 2t+1) or a tensor
-    (the sender's virtual clock on 2t, the data on 2t+1): the clock travels with the message."""
+    (the header of the sender's clock and record ``rec`` on 2t, the data on 2t+1)."""
     if as_tensor:
-        tensors = [torch.tensor([clock], dtype=torch.float64),
+        tensors = [_header(rec, clock),
                    payload.detach().cpu() if (stage_cuda and payload.is_cuda) else payload]
-        tags = [2 * tag, 2 * tag + 1]
     else:
-        data = _obj_bytes((clock, payload))
+        data = obj_bytes((clock, payload))
         tensors = [torch.tensor([data.numel()], dtype=torch.int64), data]
-        tags = [2 * tag, 2 * tag + 1]
+    tags = [2 * tag, 2 * tag + 1]
     if blocking:
         for t, g in zip(tensors, tags):
             tdist.send(t, dst, tag=g)
         return None
-    return _Works([tdist.isend(t, dst, tag=g) for t, g in zip(tensors, tags)], tensors)
+    return _Works([tdist.isend(t, dst, tag=g) for t, g in zip(tensors, tags)], tensors, rec)
 
 
 class PendingRecv:
-    """A posted receive: a tensor straight into its buffer, an object as size then bytes
-    (the bytes are posted once the size is known)."""
+    """A posted receive: a tensor as its header, then (once the guard's p2p rule accepts the
+    buffer) the data straight into the buffer; an object as size then bytes (the bytes are
+    posted once the size is known). ``rec``: the receive's own record, and ``reject``: what
+    to do with the mismatch of a tensor that does not fit (raise, usually)."""
 
-    def __init__(self, src: int, tag: int, buffer: torch.Tensor | None, stage_cuda: bool):
+    def __init__(self, src: int, tag: int, buffer: torch.Tensor | None, stage_cuda: bool,
+                 rec: CallRecord | None = None,
+                 reject: Callable[[CollectiveMismatch], None] | None = None):
         self.src, self.tag, self.buffer = src, tag, buffer
+        self.rec, self.reject = rec, reject
         self._value: Any = None
         self._done = False
         self.send_clock = 0.0
+        self._data: torch.Tensor | None = None
         if buffer is not None:
             self._target = buffer.new_empty(buffer.shape, device="cpu") \
                 if (stage_cuda and buffer.is_cuda) else buffer
-            self._clock = torch.empty(1, dtype=torch.float64)
-            self._clock_work = tdist.irecv(self._clock, src, tag=2 * tag)
-            self._work = tdist.irecv(self._target, src, tag=2 * tag + 1)
-            self._size = None
+            self._head = torch.empty(HEADER_BYTES, dtype=torch.uint8)
+            self._work = tdist.irecv(self._head, src, tag=2 * tag)
         else:
             self._size = torch.empty(1, dtype=torch.int64)
             self._work = tdist.irecv(self._size, src, tag=2 * tag)
-            self._data = None
 
     def is_completed(self) -> bool:
-        if self._done:
-            return True
-        if not self._work.is_completed() or (self.buffer is not None
-                                             and not self._clock_work.is_completed()):
-            return False
-        self._advance()
+        while not self._done and self._work.is_completed():
+            self._advance()
         return self._done
 
     def _advance(self) -> None:
         """Move on after the current piece arrived (wait() already returned or polled done)."""
         if self.buffer is not None:
-            self._clock_work.wait()
-            self.send_clock = float(self._clock.item())
+            if self._data is None:
+                self._data = self._target
+                self.send_clock, sent = _sender(self._head, self.rec) if self.rec is not None \
+                    else (struct.unpack_from("<d", self._head.numpy().tobytes())[0], None)
+                err = check_message(sent, self.rec) if sent is not None and self.rec else None
+                if err is not None and self.reject is not None:
+                    self.reject(err)
+                self._work = tdist.irecv(self._target, self.src, tag=2 * self.tag + 1)
+                return
             if self._target is not self.buffer:
                 self.buffer.copy_(self._target)
             self._value, self._done = self.buffer, True
@@ -184,7 +142,7 @@ class PendingRecv:
             self._data = torch.empty(int(self._size.item()), dtype=torch.uint8)
             self._work = tdist.irecv(self._data, self.src, tag=2 * self.tag + 1)
         else:
-            self.send_clock, self._value = _obj_from(self._data, self._data.numel())
+            self.send_clock, self._value = obj_from(self._data, self._data.numel())
             self._done = True
 
     def wait(self) -> Any:

@@ -9,14 +9,12 @@ cannot happen. Of any two members, the one that posts second sees the record of 
 (the semaphore releases after a post are atomic operations: a full fence between the post and
 the reads), so one of them always sees a divergent pair.
 
-Rooted collectives (broadcast, gather) wait until *every* member has posted: their root (or
-their senders) can finish before the others enter, and a late member would then pair with a
-call nobody compared it with. All-gathers, all-reduces and barriers cannot finish for anyone
-before every member has entered, so a rank enters as soon as every member that has posted
-agrees: a later member compares against it before entering, and a mismatch still never
-completes. That saves a rendezvous per call. A member already past the sequence has verified
-this rank's record itself. With the guard off the record is still posted (the monitor needs
-it) but nobody compares.
+Every collective waits until *every* member has posted (``guard.rules.awaits_every_member``)
+before its real call: a rooted one's root can finish before the others enter, and a real
+call entered early could pair, on a transport shared by several communicators, with another
+communicator's call of a peer that is elsewhere (gloo aborts on the size mismatch). A member
+already past the sequence has verified this rank's record itself. With the guard off the
+record is still posted (the monitor needs it) but nobody compares.
 """
 
 from __future__ import annotations
@@ -33,19 +31,19 @@ import torch.distributed as tdist
 
 from ...layout.places import RankPlace
 from ...timeline.clock import ClockModel, RankClock, finish_collective, finish_receive
-from ..distributed import Distributed
 from ..errors import CollectiveError, RankFailed
 from ..guard.policy import GuardPolicy
-from ..guard.rules import check_group_call
+from ..guard.rules import awaits_every_member, check_group_call, message_taken
 from ..guard.waitfor import DONE, FAILED, RUNNING
+from ..ops import Op
 from ..records import CallRecord
-from .. import intercept, markers
-from ..current import bind
-from ..origin import OriginFinder, call_rank_program, program_traceback
+from ..origin import program_traceback
 from ..semantics import nbytes
-from . import call_log, lifeline, torch_ops
+from . import call_log, lifeline, rank_group, torch_ops
+from .rank_start import rank_distributed, run_program
 from .culprit import is_peer_loss
 from .ledger import Ledger
+from .ledger_contract import RankLedger
 
 # Environment every rank runs under: NVLink multicast stays off (it can take a shared host's
 # GPUs out of service), and NCCL waits no longer than the launch.
@@ -61,9 +59,6 @@ class Reported(BaseException):
     """This rank found a mismatch and sent the report; it must not enter the collective."""
 
 
-ROOTED = ("broadcast", "gather", "scatter", "reduce")
-
-
 class TorchTransport:
     """One rank's guarded path to torch.distributed (the Transport of its Distributed).
 
@@ -72,7 +67,7 @@ class TorchTransport:
 
     runs_real_calls = True
 
-    def __init__(self, rank: int, ledger: Ledger, groups: dict[str, torch_ops.TorchGroup],
+    def __init__(self, rank: int, ledger: RankLedger, groups: dict[str, torch_ops.TorchGroup],
                  policy: GuardPolicy, device: torch.device,
                  report: Callable[[CollectiveError], None], clock_model: ClockModel | None = None):
         self.rank, self.ledger, self.groups = rank, ledger, groups
@@ -86,9 +81,12 @@ class TorchTransport:
     def collective(self, rec: CallRecord, payload: Any, run=None) -> Any:
         self._check_abort()
         digest = self.ledger.post(self.rank, rec)
-        if self.policy.compares and len(rec.group_ranks) > 1:
+        if self.policy.compares and awaits_every_member(rec):
             self.ledger.notify([m for m in rec.group_ranks if m != self.rank])
-            self._check_members(rec, digest, wait=rec.op in ROOTED)
+            # Every member must have posted this call before the real one runs: a real call
+            # entered early could pair, on a shared transport, with another communicator's
+            # call of a peer that is elsewhere (gloo aborts on the size mismatch).
+            self._check_members(rec, digest)
         if run is not None:
             result = run()
         else:
@@ -106,18 +104,19 @@ class TorchTransport:
             if blocking:
                 return self._blocked(rec, run)
             works = run()
-            self._inflight.append((rec.peer, rec.tag, works))
+            self._inflight.append((*rec.route, works))
             self._publish_pending()
             return _Handle(self, rec, works)
-        as_tensor = rec.op.endswith("tensor")
+        as_tensor = Op.of(rec.op).tensor
         stage = self._stage_p2p()
+        peer, tag = rec.route
         if blocking:
             self.ledger.post(self.rank, rec)
-            torch_ops.send(payload, rec.peer, rec.tag, as_tensor, True, stage, rec.clock)
+            torch_ops.send(payload, peer, tag, as_tensor, True, stage, rec.clock, rec)
             self.ledger.set_status(self.rank, RUNNING)
             return None
-        works = torch_ops.send(payload, rec.peer, rec.tag, as_tensor, False, stage, rec.clock)
-        self._inflight.append((rec.peer, rec.tag, works))
+        works = torch_ops.send(payload, peer, tag, as_tensor, False, stage, rec.clock, rec)
+        self._inflight.append((peer, tag, works))
         self._publish_pending()
         return _Handle(self, rec, works)
 
@@ -126,7 +125,8 @@ class TorchTransport:
         self._publish_pending()
         if run is not None:
             return self._blocked(rec, run) if blocking else _RealRecv(self, rec, run())
-        pending = torch_ops.PendingRecv(rec.peer, rec.tag, buffer, self._stage_p2p())
+        pending = torch_ops.PendingRecv(*rec.route, buffer, self._stage_p2p(), rec,
+                                        self._reject)
         handle = _RecvHandle(self, rec, pending)
         return handle.wait() if blocking else handle
 
@@ -157,7 +157,7 @@ class TorchTransport:
         value = pending.wait()
         finish_receive(self.clock, pending.send_clock,
                        self.clock_model.transfer_time(nbytes(value), isinstance(value, torch.Tensor)),
-                       rec.short(), rec.peer)
+                       rec.short(), rec.route[0])
 
     def set_iteration(self, iteration: int) -> None:
         self.ledger.set_iteration(self.rank, iteration)
@@ -173,6 +173,18 @@ class TorchTransport:
         self._inflight = [(d, t, w) for d, t, w in self._inflight if not w.is_completed()]
         self.ledger.set_pending_sends(self.rank, [(d, t) for d, t, _ in self._inflight])
 
+    def _refresh_pending(self) -> None:
+        """Drop the in-flight sends their receivers have taken (gloo's isend completes only
+        when waited for, so ``is_completed`` alone would keep them pending forever, and a
+        receiver's later receive on the channel would look satisfiable: a hidden deadlock);
+        publish only on a change, which the deadlock monitor must see settle."""
+        keep = [(d, t, w) for d, t, w in self._inflight if not w.is_completed() and not (
+            getattr(w, "rec", None) is not None
+            and message_taken(w.rec, self.ledger.read_call(d, w.rec)))]
+        if len(keep) != len(self._inflight):
+            self._inflight = keep
+            self.ledger.set_pending_sends(self.rank, [(d, t) for d, t, _ in keep])
+
     def wait_send(self, rec: CallRecord, works) -> None:
         self.ledger.post(self.rank, rec)
         works.wait()
@@ -183,9 +195,9 @@ class TorchTransport:
         if self.ledger.aborted:
             raise Aborted()
 
-    def _check_members(self, rec: CallRecord, mine: bytes, wait: bool) -> None:
-        """Compare this rank's record (its match hash ``mine``) with the members that posted
-        ``rec.seq``; with ``wait``, first wait until every member has posted it."""
+    def _check_members(self, rec: CallRecord, mine: bytes) -> None:
+        """Wait until every member has posted ``rec.seq``, comparing this rank's record (its
+        match hash ``mine``) with each as it arrives."""
         waiting = [m for m in rec.group_ranks if m != self.rank]
         while waiting:
             still = []
@@ -195,13 +207,19 @@ class TorchTransport:
                     still.append(m)
                 elif seq == rec.seq and h != mine:
                     self._report_mismatch(rec)
-            waiting = still if wait else []
+            waiting = still
             if waiting:
                 if self.ledger.aborted:
                     raise Aborted()
+                self._refresh_pending()
                 # Sleep until a peer posts instead of spinning: on a small machine spinning
                 # ranks starve the ranks they wait for.
                 self.ledger.wait_for_post(self.rank, timeout=0.05)
+
+    def _reject(self, err: CollectiveError) -> None:
+        """A message the guard's p2p rule rejected: report it, take nothing."""
+        self.report(err)
+        raise Reported()
 
     def _report_mismatch(self, rec: CallRecord) -> None:
         records = {self.rank: rec}
@@ -288,6 +306,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
               wakeups: list, server: int | None = None) -> None:
     """Entry point of one spawned rank process (``server``: the fork server's pid, its
     parent, whose exit must end it: see ``lifeline``)."""
+    rank_group.lead_own_group()          # first: whatever the rank starts is in its group
     lifeline.arm(server)
     lifeline.leave_server()
     lifeline.ignore_interrupts()
@@ -297,7 +316,8 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
     # Many ranks share few cores: one intra-op thread each, or OpenMP workers spin against
     # each other (and against gloo's threads).
     torch.set_num_threads(1)
-    ledger = Ledger.attach(ledger_name, len(places), wakeups)
+    ledger = Ledger.attach(ledger_name, len(places), wakeups,
+                           lambda digest, ranks: queue.put(("group", rank, digest, ranks)))
     timeout = config.timeout
     status = FAILED
     try:
@@ -313,13 +333,11 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         # Group creation may finish at different times; nobody starts (or finishes and
         # leaves) before every communicator is connected.
         tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
-        transport = TorchTransport(rank, ledger, groups, config.policy, device,
+        transport = TorchTransport(rank, call_log.logged_ledger(ledger, logger), groups,
+                                   config.policy, device,
                                    lambda err: queue.put(("report", rank, pickle.dumps(err))),
                                    config.clock_model)
-        if logger is not None:
-            transport = call_log.LoggedTransport(transport, logger)
-        dist = Distributed(places[rank], transport, OriginFinder(config.wrappers))
-        bind(dist)
+        dist = rank_distributed(places[rank], transport, logger, config)
         # Everything built so far (torch, trtsim, the groups) lives as long as the rank: in
         # the permanent generation, the collections that the guard's per-call allocations
         # trigger scan only what the program makes. No collection first: it would touch
@@ -327,12 +345,8 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         gc.freeze()
         ledger.set_ready(rank, os.getpid())
         # The stand-ins go in before the program is unpickled: its modules import them.
-        with intercept.installed(config.intercept) as interception:
-            interception.attach(dist)
-            program = pickle.loads(program_blob)
-            args = pickle.loads(args_blob)
-            with markers.installed(config.iteration_marker):
-                result = call_rank_program(program, dist, args)
+        result = run_program(dist, config, lambda: (pickle.loads(program_blob),
+                                                    pickle.loads(args_blob)))
         try:
             blob = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - any pickling failure is the rank's failure
@@ -341,14 +355,17 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         status = DONE
         # The log is written before the launcher hears of the end: what it hears can end the
         # launch, and its teardown this process.
-        logger = _close_log(logger, status)
-        queue.put(("ok", rank, blob, dict(dist.census), transport.log, transport.clock.events))
+        _close_log(logger, status)
+        logger = None
+        queue.put(("ok", rank, blob, dict(dist.census), transport.log, transport.clock.events,
+                   dist.notes))
     except (Aborted, Reported):
         pass
     except BaseException as exc:  # noqa: BLE001 - reported to the launcher as RankFailed
         tb = program_traceback(exc)
         failure = (f"{type(exc).__name__}: {exc}", tb)
-        logger = _close_log(logger, FAILED, *failure)
+        _close_log(logger, FAILED, *failure)
+        logger = None
         queue.put(("failed", rank, *failure, is_peer_loss(exc)))
     finally:
         ledger.set_status(rank, status)
@@ -365,10 +382,9 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
 
 
 def _close_log(logger, status: str, *failure: str) -> None:
-    """Write the rank's call log for the last time, if it keeps one; None: it is closed."""
+    """Write the rank's call log for the last time, if it keeps one."""
     if logger is not None:
         logger.close(status, *failure)
-    return None
 
 
 def failed_report(rank: int, places: list[RankPlace], message: str, tb: str) -> RankFailed:

@@ -1,14 +1,24 @@
-"""Hypothesis strategies for trtsim: deployments, workloads, schedules, faults.
+"""trtsim.strategies: hypothesis strategies for deployments, workloads, schedules and faults.
 
-Usable in a user's own ``@given`` tests and by ``trtsim.explore``. Every strategy shrinks
-toward the simplest case a person would want to read: fewer ranks (topologies are drawn from a
-list ordered by total rank count), fewer and shorter requests, seed 0, no fault.
+A public module, importable either way (``import trtsim.strategies as ts`` or
+``from trtsim import strategies as ts``), for a user's own ``@given`` tests; ``trtsim explore``
+searches with the same ones. Every strategy shrinks toward the case a person would want to
+read: fewer ranks (topologies are drawn from a list ordered by total rank count), fewer and
+shorter requests, seed 0, no fault. Each public function returns a hypothesis ``SearchStrategy``:
 
-    from hypothesis import given
-    from trtsim import strategies as tst
+    from hypothesis import given, settings
+    import trtsim
+    import trtsim.strategies as ts
 
-    @given(tst.topology_ids(), tst.transfer_requests(), tst.seeds())
-    def test_my_change_is_symmetric(tid, requests, seed): ...
+    @settings(max_examples=10, deadline=None)
+    @given(topology=ts.topology_ids(), requests=ts.transfer_requests(max_requests=3))
+    def test_my_change_moves_every_block(topology, requests):
+        result = trtsim.run("kv_transfer", overrides={"topology": topology,
+                                                      "workload.requests": requests})
+        assert result.holds
+
+``topology_ids`` draws the ids ``trtsim topologies`` lists (a scenario's ``topology`` key, or
+``trtsim.topology(id)`` for the ``Deployment``).
 """
 
 from __future__ import annotations
@@ -17,8 +27,12 @@ import random
 
 from hypothesis import strategies as st
 
-from ..layout.topology import topologies, topology
-from ..state.fault import SPELLINGS
+from .layout.topology import topologies as _topologies, topology as _topology
+from .state.fault import SPELLINGS as _FAULTS
+
+__all__ = ["topology_ids", "spread", "free_deployments", "prompt_lengths", "transfer_requests",
+           "serving_workloads", "windows", "seeds", "faults", "dp_offsets", "delays",
+           "sticky_variants", "overrides", "VARIABLE_KEYS", "BOUNDARY_LENGTHS"]
 
 # Lengths a paged KV cache treats specially: block edges (8 tokens a block) and the edges of a
 # 24-token window, and a few ordinary ones.
@@ -27,13 +41,13 @@ BOUNDARY_LENGTHS = (1, 7, 8, 9, 23, 24, 25, 32, 33)
 
 def _by_size(ids: list[str]) -> list[str]:
     """Ids ordered by total ranks, then table order: shrinking moves toward fewer ranks."""
-    order = {tid: i for i, tid in enumerate(topologies())}
-    return sorted(ids, key=lambda t: (topology(t).world_size, order[t]))
+    order = {tid: i for i, tid in enumerate(_topologies())}
+    return sorted(ids, key=lambda t: (_topology(t).world_size, order[t]))
 
 
 def topology_ids(ids: list[str] | None = None) -> st.SearchStrategy[str]:
     """A DESIGN 3.2 topology id (all, or those given), smallest first when shrinking."""
-    return st.sampled_from(_by_size(list(ids) if ids else topologies()))
+    return st.sampled_from(_by_size(list(ids) if ids else _topologies()))
 
 
 def spread(choices: list) -> st.SearchStrategy:
@@ -93,7 +107,8 @@ def seeds() -> st.SearchStrategy[int]:
 
 def faults(num_requests: int) -> st.SearchStrategy[dict[int, str]]:
     """At most one injected fault per request: a failed or cancelled transfer, a timeout."""
-    return st.dictionaries(st.integers(0, num_requests - 1), st.sampled_from([f for f in SPELLINGS if "@" not in f]),
+    return st.dictionaries(st.integers(0, num_requests - 1),
+                           st.sampled_from([f for f in _FAULTS if "@" not in f]),
                            max_size=min(2, num_requests))
 
 
@@ -109,13 +124,14 @@ def delays(num_ranks: int, max_ms: int = 5) -> st.SearchStrategy[dict[int, int]]
 
 
 def sticky_variants() -> st.SearchStrategy[str]:
-    from ..disagg.transceiver_config import STICKY_VARIANTS
+    """A ``transceiver.sticky_skip`` variant (docs/STICKY_SKIP.md)."""
+    from .disagg.transceiver_config import STICKY_VARIANTS
     return st.sampled_from(STICKY_VARIANTS)
 
 
 # Keys ``explore`` knows how to vary, and how.
 VARIABLE_KEYS = {
-    "topology": lambda: spread(_by_size(topologies())),
+    "topology": lambda: spread(_by_size(_topologies())),
     "deployment": lambda: free_deployments(),
     "workload.requests": lambda: transfer_requests(),
     "workload": lambda: serving_workloads(),

