@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from dataclasses import replace
 
 import pytest
 from hypothesis import given, strategies as st
@@ -128,7 +127,7 @@ def test_an_irregular_long_group_is_announced_once_and_resolved_by_the_launcher(
         group = tuple(sorted({0, 1, *range(5, 200, 3), 301}))
         rec = _record(group_ranks=group, comm="torch:7", group_kind="group")
         for seq in (1, 2):
-            rank.post(0, replace(rec, seq=seq))
+            rank.post(0, rec._replace(seq=seq))
         assert heard == [(ranks_digest(group), group)]
         assert owner.snapshot([_Place()] * 2)[0].call is None     # not known yet: no verdict
         owner.learn_group(*heard[0])

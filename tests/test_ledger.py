@@ -4,7 +4,6 @@ row's mutex cannot hang the readers."""
 
 import multiprocessing as mp
 import os
-from dataclasses import replace
 
 from hypothesis import given, strategies as st
 
@@ -90,7 +89,7 @@ def test_a_slot_reads_back_the_last_record_posted_there():
     ledger = Ledger.create(2)
     try:
         for seq, label in [(1, "a"), (2, "a"), (3, "b"), (4, "a")]:
-            rec = replace(_record(seq), label=label)
+            rec = _record(seq)._replace(label=label)
             assert ledger.post(0, rec) == match_hash(rec)
             assert ledger.read_call(0, rec) == rec
             assert ledger.read_seq_hash(0, rec) == (seq, match_hash(rec))

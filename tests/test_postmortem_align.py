@@ -174,7 +174,7 @@ def test_the_model_pairs_a_skip_silently():
 
 def test_a_root_comes_from_who_received():
     from trtsim.postmortem.align import align
-    recs = {r: dataclasses.replace(_record(r, 3, "world", 1, 0), op="gather") for r in range(3)}
+    recs = {r: _record(r, 3, "world", 1, 0)._replace(op="gather") for r in range(3)}
     job = job_of(3, {r: [(recs[r], True, 1)] for r in range(3)}, {})
     claims = {0: False, 1: True, 2: False}
     job = Job(tuple(dataclasses.replace(h, calls=(dataclasses.replace(

@@ -22,7 +22,6 @@ and launches that share ``DIR`` leave one set each. The file is one JSON object:
 
 from __future__ import annotations
 
-import dataclasses
 import re
 
 from .records import CallRecord
@@ -30,7 +29,7 @@ from .records import CallRecord
 CALL_LOG_FORMAT = "trtsim/calllog"
 CALL_LOG_VERSION = 2                 # 2: launch, started_ns
 CALL_LOG_SIZE = 20_000
-RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(CallRecord))
+RECORD_FIELDS = CallRecord._fields
 FIELDS = RECORD_FIELDS + ("done", "t_ns")
 WRITTEN_ON = ("exit", "timeout", "signal")
 _NAME = re.compile(r"^trtsim_calls_(?:[0-9A-Za-z.-]{1,64}_)?rank(\d{1,9})\.json$")

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from ..layout.places import RankPlace
 from ..timeline.clock import RankClock
 from .arrays import ArrayCalls
+from .ops import OP_TABLE, Op
 from .origin import OriginFinder
 from .records import CallRecord, signature_of
 from .reduce_op import ReduceOp, op_name
@@ -37,6 +38,16 @@ class Transport(Protocol):
     def recv(self, rec: CallRecord, buffer: Any, blocking: bool, run=None) -> Any: ...
     def set_iteration(self, iteration: int) -> None: ...
     def delay(self, seconds: float) -> None: ...
+
+
+# The ops this class enters, as the plain strings a record carries: an ``Op`` member formats
+# and pickles through Python code, its value does not (``ops``).
+_ALLGATHER, _GATHER, _BROADCAST, _ALLREDUCE, _BARRIER = (
+    o.value for o in (Op.ALLGATHER, Op.GATHER, Op.BROADCAST, Op.ALLREDUCE, Op.BARRIER))
+_SEND_OBJECT, _ISEND_OBJECT, _RECV_OBJECT, _IRECV_OBJECT = (
+    o.value for o in (Op.SEND_OBJECT, Op.ISEND_OBJECT, Op.RECV_OBJECT, Op.IRECV_OBJECT))
+_SEND_TENSOR, _ISEND_TENSOR, _RECV_TENSOR, _IRECV_TENSOR = (
+    o.value for o in (Op.SEND_TENSOR, Op.ISEND_TENSOR, Op.RECV_TENSOR, Op.IRECV_TENSOR))
 
 
 def _forward(mapping_method: str):
@@ -58,9 +69,13 @@ class Distributed(ArrayCalls):
         self._seq: Counter = Counter()
         self._groups = place.groups()
         self._global_rank = place.global_rank
+        # What every call record repeats, read once (the place is frozen): the hot path
+        # reads locals' attributes, not properties.
+        self._local_rank, self._instance, self._delay = (place.mapping.rank, place.instance,
+                                                         place.delay)
         self.census: Counter = Counter()   # (iteration, group kind, label or op) -> calls
         self.notes: list[str] = []         # what this rank's backend chose and why (results.notes)
-        self._rank_api = None              # intercept.comms.RankAPI, made on first use
+        self._rank_api: Any = None         # intercept.comms.RankAPI, made on first use
 
     # -- identity (TensorRT-LLM's properties) --------------------------------------------
     rank = property(lambda self: self.mapping.rank)
@@ -123,16 +138,16 @@ class Distributed(ArrayCalls):
 
     # -- gathers -------------------------------------------------------------------------
     def allgather(self, obj, *, label: str | None = None) -> list:
-        return self._collective("world", "allgather", obj, label)
+        return self._collective("world", _ALLGATHER, obj, label)
 
     def tp_allgather(self, obj, chunk_size=None, *, small_payload=False, label=None) -> list:
-        return self._collective("tp", "allgather", obj, label)
+        return self._collective("tp", _ALLGATHER, obj, label)
 
     def cp_allgather(self, obj, chunk_size=None, *, small_payload=False, label=None) -> list:
-        return self._collective("cp", "allgather", obj, label)
+        return self._collective("cp", _ALLGATHER, obj, label)
 
     def pp_allgather(self, obj, chunk_size=None, *, label: str | None = None) -> list:
-        return self._collective("pp", "allgather", obj, label)
+        return self._collective("pp", _ALLGATHER, obj, label)
 
     def tp_cp_allgather(self, obj, *, small_payload=False, label: str | None = None) -> list:
         """Every TP x CP rank's object, TP-major: CP gather first, then TP, each only when its
@@ -145,29 +160,29 @@ class Distributed(ArrayCalls):
     def tp_gather(self, obj, root: int = 0, chunk_size=None, *, dst: int | None = None,
                   label: str | None = None) -> list | None:
         """Every TP rank's object on the root (index in the group, or ``dst=``); None elsewhere."""
-        return self._collective("tp", "gather", obj, label, root=root if dst is None else dst)
+        return self._collective("tp", _GATHER, obj, label, root=root if dst is None else dst)
 
     def pp_gather(self, obj, root: int = 0, chunk_size=None, *, dst: int | None = None,
                   label: str | None = None) -> list | None:
-        return self._collective("pp", "gather", obj, label, root=root if dst is None else dst)
+        return self._collective("pp", _GATHER, obj, label, root=root if dst is None else dst)
 
     # -- broadcasts ----------------------------------------------------------------------
     def broadcast(self, obj, root: int = 0, chunk_size=None, prefer_cpu=False, *,
                   label: str | None = None):
-        return self._collective("world", "broadcast", obj, label, root=root)
+        return self._collective("world", _BROADCAST, obj, label, root=root)
 
     def broadcast_or_none(self, obj, root: int = 0, *, label: str | None = None):
         """The root's object on every rank, or None everywhere when the root passed None."""
-        return self._collective("world", "broadcast", obj, label, root=root)
+        return self._collective("world", _BROADCAST, obj, label, root=root)
 
     def tp_broadcast(self, obj, root: int = 0, chunk_size=None, *, label=None, **kwargs):
-        return self._collective("tp", "broadcast", obj, label, root=root)
+        return self._collective("tp", _BROADCAST, obj, label, root=root)
 
     def cp_broadcast(self, obj, root: int = 0, chunk_size=None, *, label=None, **kwargs):
-        return self._collective("cp", "broadcast", obj, label, root=root)
+        return self._collective("cp", _BROADCAST, obj, label, root=root)
 
     def pp_broadcast(self, obj, root: int = 0, *, label: str | None = None):
-        return self._collective("pp", "broadcast", obj, label, root=root)
+        return self._collective("pp", _BROADCAST, obj, label, root=root)
 
     def tp_cp_broadcast(self, obj, root: int = 0, *, label: str | None = None, **kwargs):
         """Broadcast over TP, then over CP, each only when its size exceeds 1."""
@@ -181,48 +196,48 @@ class Distributed(ArrayCalls):
     def allreduce(self, obj, op=ReduceOp.SUM, *, label: str | None = None):
         """Numbers or tensors, reduced with ``op`` (a ReduceOp of TRT-LLM's or torch's, or a
         name); every rank gets the result."""
-        return self._collective("world", "allreduce", obj, label, reduce_op=op_name(op))
+        return self._collective("world", _ALLREDUCE, obj, label, reduce_op=op_name(op))
 
     def tp_allreduce(self, obj, op=ReduceOp.SUM, *, label: str | None = None):
-        return self._collective("tp", "allreduce", obj, label, reduce_op=op_name(op))
+        return self._collective("tp", _ALLREDUCE, obj, label, reduce_op=op_name(op))
 
     def barrier(self, *, label: str | None = None) -> None:
-        self._collective("world", "barrier", None, label)
+        self._collective("world", _BARRIER, None, label)
 
     def tp_barrier(self, *, label: str | None = None) -> None:
-        self._collective("tp", "barrier", None, label)
+        self._collective("tp", _BARRIER, None, label)
 
     # -- point to point (objects and tensors) --------------------------------------------
     def send_object(self, obj, dest, tag: int = 0, *, label: str | None = None) -> None:
-        self._p2p("send_object", obj, dest, tag, label, blocking=True)
+        self._p2p(_SEND_OBJECT, obj, dest, tag, label, blocking=True)
 
     def isend_object(self, obj, dest, tag: int = 0, *, label: str | None = None):
         """Send without waiting; the returned handle's ``wait()`` blocks until received."""
-        return self._p2p("isend_object", obj, dest, tag, label, blocking=False)
+        return self._p2p(_ISEND_OBJECT, obj, dest, tag, label, blocking=False)
 
     def recv_object(self, src, tag: int = 0, *, label: str | None = None):
-        return self._p2p("recv_object", None, src, tag, label)
+        return self._p2p(_RECV_OBJECT, None, src, tag, label)
 
     recv_object_from_isend = recv_object        # the older TorchDist spelling
 
     def irecv_object(self, src, tag: int = 0, *, label: str | None = None):
         """Post a receive without waiting; the handle's ``is_completed()`` polls and
         ``wait()`` returns the object."""
-        return self._p2p("irecv_object", None, src, tag, label, blocking=False)
+        return self._p2p(_IRECV_OBJECT, None, src, tag, label, blocking=False)
 
     def send_tensor(self, t, dest, tag: int = 0, *, label: str | None = None) -> None:
-        self._p2p("send_tensor", t, dest, tag, label, blocking=True)
+        self._p2p(_SEND_TENSOR, t, dest, tag, label, blocking=True)
 
     def isend_tensor(self, t, dest, tag: int = 0, *, label: str | None = None):
-        return self._p2p("isend_tensor", t, dest, tag, label, blocking=False)
+        return self._p2p(_ISEND_TENSOR, t, dest, tag, label, blocking=False)
 
     def recv_tensor(self, t, src, tag: int = 0, *, label: str | None = None):
         """Receive into ``t`` (same dtype and shape as the sent tensor) and return it."""
-        return self._p2p("recv_tensor", t, src, tag, label)
+        return self._p2p(_RECV_TENSOR, t, src, tag, label)
 
     def irecv_tensor(self, t, src, tag: int = 0, *, label: str | None = None):
         """Post a receive into ``t`` without waiting; ``wait()`` returns ``t`` filled."""
-        return self._p2p("irecv_tensor", t, src, tag, label, blocking=False)
+        return self._p2p(_IRECV_TENSOR, t, src, tag, label, blocking=False)
 
     # -- plumbing ------------------------------------------------------------------------
     def group_ranks(self, kind: str) -> tuple[int, ...]:
@@ -247,18 +262,19 @@ class Distributed(ArrayCalls):
         if root is not None and not (isinstance(root, int) and 0 <= root < len(group)):
             raise ValueError(f"{kind}_{op}: root={root!r} is not an index of the {kind} "
                              f"group of {len(group)} ranks")
-        if self.place.delay:
-            self._transport.delay(self.place.delay)
+        if self._delay:
+            self._transport.delay(self._delay)
         key = (kind, group, comm)          # each communicator numbers its own calls
         seq = self._seq.get(key, 0) + 1  # get: Counter's __missing__ is a Python call
         self._seq[key] = seq
         origin = self._origins.find(2)
-        rec = CallRecord(op, seq, label, self._iteration, origin.callsite,
-                         "none" if op == "barrier" else signature_of(payload),
-                         self._global_rank, self.mapping.rank, self.place.instance, kind,
-                         group, root, reduce_op, clock=self._transport.clock.now,
-                         purpose=origin.purpose, comm=comm, api=api)
-        census = (self._iteration, kind, label or api or op)
+        iteration = self._iteration
+        rec = CallRecord(op, seq, label, iteration, origin.callsite,
+                         "none" if op == _BARRIER else signature_of(payload),
+                         self._global_rank, self._local_rank, self._instance, kind, group, root,
+                         reduce_op, None, None, self._transport.clock.now, origin.purpose, comm,
+                         api)
+        census = (iteration, kind, label or api or op)
         self.census[census] = self.census.get(census, 0) + 1
         if run is None:
             return self._transport.collective(rec, payload)
@@ -269,18 +285,19 @@ class Distributed(ArrayCalls):
         """Record and guard one point-to-point call; ``global_peer``: ``peer`` is a global rank
         of the launch (torch's and MPI's spelling) rather than a rank of this instance."""
         other = peer if global_peer else self.place.peer_global(peer)
-        me = self.place.global_rank
-        if self.place.delay:
-            self._transport.delay(self.place.delay)
+        me = self._global_rank
+        if self._delay:
+            self._transport.delay(self._delay)
         if other == me:
             raise ValueError(f"{op}: peer {peer!r} is this rank itself")
-        sending = "send" in op
+        info = OP_TABLE[op]
+        sending = info.sends
         channel = ("p2p", (me, other) if sending else (other, me), tag)
         self._seq[channel] += 1
         origin = self._origins.find(2)
-        signature = signature_of(payload) if op.endswith("tensor") else "object"
+        signature = signature_of(payload) if info.tensor else "object"
         rec = CallRecord(op, self._seq[channel], label, self._iteration, origin.callsite,
-                         signature, me, self.mapping.rank, self.place.instance, "p2p",
+                         signature, me, self._local_rank, self._instance, "p2p",
                          channel[1], peer=other, tag=tag, clock=self._transport.clock.now,
                          purpose=origin.purpose, api=api)
         self.census[(self._iteration, "p2p", label or api or op)] += 1

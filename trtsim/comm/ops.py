@@ -90,7 +90,7 @@ class Op(str, Enum):
     @property
     def info(self) -> "OpInfo":
         """This op's row of the table."""
-        return _TABLE[self]
+        return OP_TABLE[self]
 
     # Properties written out (not made by a helper): in an Enum body an assigned attribute
     # reads to a type checker as one more member.
@@ -98,37 +98,37 @@ class Op(str, Enum):
     def rooted(self) -> bool:
         """One member is the root (its index in the group travels in ``root``); it, or the
         senders, can finish before the others enter."""
-        return _TABLE[self].rooted
+        return OP_TABLE[self].rooted
 
     @property
     def reduces(self) -> bool:
         """The op combines payloads with a reduce op (``reduce_op``)."""
-        return _TABLE[self].reduces
+        return OP_TABLE[self].reduces
 
     @property
     def p2p(self) -> bool:
         """A point-to-point op (its group is the channel's two ranks)."""
-        return _TABLE[self].p2p
+        return OP_TABLE[self].p2p
 
     @property
     def payload(self) -> Payload:
         """What a member passes (``Payload``)."""
-        return _TABLE[self].payload
+        return OP_TABLE[self].payload
 
     @property
     def sends(self) -> bool:
         """A p2p op that sends (False for receives and collectives)."""
-        return _TABLE[self].sends
+        return OP_TABLE[self].sends
 
     @property
     def blocking(self) -> bool:
         """The call returns once done (False: it returns a handle)."""
-        return _TABLE[self].blocking
+        return OP_TABLE[self].blocking
 
     @property
     def tensor(self) -> bool:
         """A p2p op that moves a tensor into the receiver's own buffer."""
-        return _TABLE[self].tensor
+        return OP_TABLE[self].tensor
 
 
 def _row(rooted=False, reduces=False, payload=Payload.EACH) -> OpInfo:
@@ -139,7 +139,9 @@ def _p2p(sends: bool, blocking: bool, tensor: bool) -> OpInfo:
     return OpInfo(False, False, True, Payload.MESSAGE, sends, blocking, tensor)
 
 
-_TABLE: dict[Op, OpInfo] = {
+# The table: every op's row. Keyed by members, which hash and compare as their values, so a
+# record's plain-string op finds its row with one look-up too (the hot paths do that).
+OP_TABLE: dict[str, OpInfo] = {
     Op.ALLGATHER: _row(),
     Op.BROADCAST: _row(rooted=True, payload=Payload.ROOT),
     Op.GATHER: _row(rooted=True),

@@ -143,7 +143,7 @@ class OriginFinder:
     # The caches are keyed by id(): hashing a code object hashes its bytecode, on every call.
     # Each entry keeps its code objects and is used only while they are the same objects.
     _skip_code: dict = field(default_factory=dict, repr=False)   # id(code) -> (code, skip, gen)
-    _sites: dict = field(default_factory=dict, repr=False)       # (id, line) -> (code, site)
+    _sites: dict = field(default_factory=dict, repr=False)       # (id, lasti) -> (code, site)
     _origins: dict = field(default_factory=dict, repr=False)     # (site, purpose) -> Origin
     _known: list = field(default_factory=list, repr=False)       # _Known, outermost first
     _by_frame: dict = field(default_factory=dict, repr=False)    # id(frame) -> _Known
@@ -186,7 +186,8 @@ class OriginFinder:
                 steady = len(mine)
             frame = back
         outer = base.codes if base is not None else ()
-        self._remember(mine, steady, base, outer)
+        if mine or len(self._known) != (base.pos + 1 if base is not None else 0):
+            self._remember(mine, steady, base, outer)   # else: nothing to forget or add
         if mine:
             site, codes = mine[0], tuple(f.f_code for f in mine) + outer
             purpose = self._purpose(codes)
@@ -198,7 +199,9 @@ class OriginFinder:
         else:
             return Origin("<unknown>", "")
         code = site.f_code
-        where = (id(code), site.f_lineno)
+        # keyed by the instruction, not the line: a frame's line is looked up in its code's
+        # line table on every read, the instruction offset is stored
+        where = (id(code), site.f_lasti)
         place = self._sites.get(where)
         if place is None or place[0] is not code:
             place = self._sites[where] = (code, f"{_short_path(code.co_filename)}:"

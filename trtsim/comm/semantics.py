@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import torch
 
-from .ops import Op
+from .ops import OP_TABLE, Op
 
 # Keyed by reduce_op.OPS names.
 REDUCE_OPS: dict[str, Callable[[Any, Any], Any]] = {
@@ -25,10 +25,13 @@ REDUCE_OPS: dict[str, Callable[[Any, Any], Any]] = {
 _TENSOR_REDUCE: dict[str, Callable[[Any, Any], Any]] = {"sum": torch.add, "prod": torch.mul, "max": torch.maximum, "min": torch.minimum,
                   "band": torch.bitwise_and, "bor": torch.bitwise_or, "bxor": torch.bitwise_xor}
 _IMMUTABLE = (int, float, bool, str, bytes, type(None), complex)
+_IMMUTABLE_TYPES = frozenset(_IMMUTABLE)   # exact types: one set look-up on the hot path
 
 
 def freeze(obj: Any) -> Any:
     """What travels: a tensor's copy, an immutable scalar as is, else its pickle."""
+    if type(obj) in _IMMUTABLE_TYPES:       # before the tensor check, which costs more
+        return obj
     if isinstance(obj, torch.Tensor):
         return obj.detach().clone()
     if isinstance(obj, _IMMUTABLE):
@@ -54,12 +57,14 @@ class _Pickled:
 
 def nbytes(payload: Any) -> int:
     """Bytes of a tensor payload (what the clock model prices); 0 for host objects."""
+    if type(payload) in _IMMUTABLE_TYPES:
+        return 0
     return payload.numel() * payload.element_size() if isinstance(payload, torch.Tensor) else 0
 
 
 def allgather(payloads: list[Any]) -> list[list[Any]]:
     frozen = [freeze(p) for p in payloads]
-    if not any(isinstance(b, (_Pickled, torch.Tensor)) for b in frozen):
+    if all(type(b) in _IMMUTABLE_TYPES for b in frozen):
         return [list(frozen) for _ in payloads]    # immutables: a copy of the list is enough
     return [[thaw(b) for b in frozen] for _ in payloads]
 
@@ -117,16 +122,18 @@ def reduce_scatter(payloads: list[Any], op: str) -> list[Any]:
 def execute(op: str, payloads: list[Any], root: int | None, reduce_op: str | None) -> list[Any]:
     """The per-member results of one collective (members in group order). ``split`` is a
     communicator split: an all-gather of every member's (color, key)."""
-    op = Op.of(op)
-    if op.p2p:
+    run = _EXECUTE.get(op)        # an Op member or its plain string: one look-up (``ops``)
+    if run is None:
+        op = Op.of(op)            # an unknown op: the table's error
         raise ValueError(f"{op.value!r} is a point-to-point op, not a collective")
-    reduce_op = (reduce_op or "sum") if op.reduces else None
-    root = (root or 0) if op.rooted else None
-    return _EXECUTE[op](payloads, root, reduce_op)
+    info = OP_TABLE[op]
+    reduce_op = (reduce_op or "sum") if info.reduces else None
+    root = (root or 0) if info.rooted else None
+    return run(payloads, root, reduce_op)
 
 
 # How each collective computes (the arguments its op's table row says it takes).
-_EXECUTE: dict[Op, Callable[[list, Any, Any], list]] = {
+_EXECUTE: dict[str, Callable[[list, Any, Any], list]] = {
     Op.ALLGATHER: lambda p, root, red: allgather(p),
     Op.SPLIT: lambda p, root, red: allgather(p),
     Op.BROADCAST: lambda p, root, red: broadcast(p, root),

@@ -46,7 +46,8 @@ def ranks_label(instance: str, global_ranks, offset: int = 0, what: str = "ranks
 
 class GroupRanks(tuple):
     """A group's global ranks, ascending: a tuple that computes its hash once. Group keys
-    are dict keys on every call, and a group may hold thousands of ranks."""
+    are dict keys on every call, and a group may hold thousands of ranks (``group_ranks``
+    makes one only for those: a small tuple hashes faster in C than through this method)."""
 
     def __new__(cls, ranks=()):
         self = super().__new__(cls, ranks)
@@ -141,13 +142,25 @@ def rank_places(instances: list[InstanceLayout],
     return places
 
 
+# Groups up to this size are plain tuples: hashing a handful of ints in C beats a call of
+# ``GroupRanks.__hash__``; above it, hashing the members on every lookup would cost O(group).
+SMALL_GROUP = 64
+
+
+def group_ranks(ranks) -> tuple[int, ...]:
+    """A group's global ranks as the hot paths key them: a plain tuple, or a ``GroupRanks``
+    (hash computed once) for groups above ``SMALL_GROUP`` ranks. Both compare as tuples."""
+    ranks = tuple(ranks)
+    return GroupRanks(ranks) if len(ranks) > SMALL_GROUP else ranks
+
+
 def _groups_by_rank(spec: ParallelLayout, offset: int) -> dict[str, list[tuple[int, ...]]]:
     """kind -> the global-rank group of each local rank, every group one shared tuple."""
     out = {}
     for kind in GROUP_KINDS:
         of_rank: list = [None] * spec.world_size
         for g in spec.groups(kind):
-            shared = GroupRanks(offset + r for r in g)
+            shared = group_ranks(offset + r for r in g)
             for r in g:
                 of_rank[r] = shared
         out[kind] = of_rank

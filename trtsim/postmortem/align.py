@@ -64,7 +64,7 @@ def _resolve_roots(calls: dict[int, Call], members: tuple[int, ...]) -> dict[int
             root = 1 - members.index(r)      # not itself: the other one
         else:
             root = None
-        out[r] = replace(calls[r], record=replace(calls[r].record, root=root), claims_root=None)
+        out[r] = replace(calls[r], record=calls[r].record._replace(root=root), claims_root=None)
     return out
 
 

@@ -18,7 +18,7 @@ import json
 import os
 import stat
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..checks import MAX_CALL_LOG_BYTES, MAX_DEPTH, MAX_LOG_FILES, MAX_RANKS, json_depth_within
 from ..comm.calllog import CALL_LOG_FORMAT, CALL_LOG_VERSION, FIELDS, WRITTEN_ON, decode_call
@@ -127,7 +127,7 @@ def read_log(path: str) -> LoggedRank:
         except ValueError as exc:
             raise BadDump(path, f"call {i}: {str(exc)[:200]}") from None
         if rec.callsite != short_site(rec.callsite):     # as a replay run here names it
-            rec = replace(rec, callsite=short_site(rec.callsite))
+            rec = rec._replace(callsite=short_site(rec.callsite))
         calls.append(Call(rec, done, t_ns))
     blocked = next((c for c in reversed(calls) if not c.done), None) \
         if doc["status"] == BLOCKED else None

@@ -111,9 +111,14 @@ class KVCacheManager:
         tp_rank = mapping.tp_rank
         self.heads = head_range(config.heads, mapping.tp_size, tp_rank, attention_dp or config.is_mla)
         dtype = DTYPES[config.dtype]
-        shape = (config.blocks_per_layer, config.kv_factor, self.heads[1] - self.heads[0],
-                 config.tokens_per_block, config.head_dim)
-        self.pools = {layer: torch.zeros(shape, dtype=dtype) for layer in self.layers}
+        # [blocks, kv_factor, heads, tokens_per_block, head_dim] per layer. Zeros, but only
+        # as many blocks as have been handed out so far (``_reserve``): block ids are handed
+        # out lowest first, so a pool never needs more rows than its peak use. A transfer's
+        # pools of 256 blocks, zeroed whole, were half the time of a small scenario run.
+        self._block_shape = (config.kv_factor, self.heads[1] - self.heads[0],
+                             config.tokens_per_block, config.head_dim)
+        self.pools = {layer: torch.zeros((0,) + self._block_shape, dtype=dtype)
+                      for layer in self.layers}
         self._free = {layer: list(range(config.blocks_per_layer - 1, -1, -1))
                       for layer in self.layers}
         self.blocks: dict[int, dict[int, list[int]]] = {}   # request -> layer -> block ids
@@ -141,8 +146,7 @@ class KVCacheManager:
             raise MemoryError(f"KV cache full: request {request_id} needs "
                               f"{self.blocks_needed(length)} blocks, {self.num_free_blocks} free")
         n = self.blocks_needed(length)
-        self.blocks[request_id] = {layer: [self._free[layer].pop() for _ in range(n)]
-                                   for layer in self.layers}
+        self.blocks[request_id] = {layer: self._take(layer, n) for layer in self.layers}
         self.lengths[request_id] = length
 
     def grow(self, request_id: int, new_length: int) -> None:
@@ -151,8 +155,20 @@ class KVCacheManager:
         if need > self.num_free_blocks:
             raise MemoryError(f"KV cache full while growing request {request_id}")
         for layer in self.layers:
-            self.blocks[request_id][layer].extend(self._free[layer].pop() for _ in range(need))
+            self.blocks[request_id][layer].extend(self._take(layer, need))
         self.lengths[request_id] = new_length
+
+    def _take(self, layer: int, n: int) -> list[int]:
+        """``n`` free block ids of ``layer``, its pool grown (with zeros) to hold them."""
+        ids = [self._free[layer].pop() for _ in range(n)]
+        pool = self.pools[layer]
+        need = max(ids, default=-1) + 1
+        if need > len(pool):
+            rows = min(max(need, 2 * len(pool)), self.config.blocks_per_layer)
+            grown = torch.zeros((rows,) + self._block_shape, dtype=pool.dtype)
+            grown[:len(pool)] = pool
+            self.pools[layer] = grown
+        return ids
 
     def evict_stale(self, request_id: int) -> None:
         """Free the blocks before each windowed layer's window (they are never read again)."""

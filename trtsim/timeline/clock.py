@@ -67,7 +67,11 @@ class Wait:
 
 def last_arrival(arrivals: dict[int, float]) -> int:
     """The member that arrived last (the lowest rank among ties)."""
-    return max(sorted(arrivals), key=lambda r: arrivals[r])
+    times = arrivals.values()
+    latest = max(times)
+    if min(times) == latest:        # all at once (no modelled work between calls): in C
+        return min(arrivals)
+    return min(m for m, t in arrivals.items() if t == latest)
 
 
 def complete_collective(arrivals: dict[int, float], cost: float, call: str
@@ -136,6 +140,14 @@ def finish_collective(clocks, members, arrivals: dict[int, float], cost: float,
     """Each of ``members`` (``clocks[m]`` its clock) leaves the collective at the latest
     arrival plus its cost, having waited for the last member from its own arrival."""
     last = last_arrival(arrivals)
-    end = arrivals[last] + cost
+    until = arrivals[last]
+    end = until + cost
     for m in members:
-        clocks[m].finish_call(arrivals[m], end, call, last if last != m else None, end - cost)
+        arrival = arrivals[m]
+        if arrival < until:          # ``RankClock.finish_call``, waited; on every member
+            clocks[m].finish_call(arrival, end, call, last, until)
+        else:                        # the last to arrive (or tied with it): no wait
+            clock = clocks[m]
+            clock.events.append((arrival, end, "collective", call, None))
+            if end > clock.now:
+                clock.now = end

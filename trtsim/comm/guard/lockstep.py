@@ -86,38 +86,27 @@ def _key(rec: CallRecord) -> tuple:
 
 @dataclass
 class _Iteration:
+    """One kind's calls in one iteration, per group: the records and their ``_key``s."""
+
     calls: dict[tuple[int, ...], list[CallRecord]] = field(default_factory=dict)
-    closed: set[tuple[int, ...]] = field(default_factory=set)    # a set: O(1) membership
+    keys: dict[tuple[int, ...], list[tuple]] = field(default_factory=dict)
 
 
-class _Levels:
-    """How many unfinished members of one group are in each iteration (all start in 0)."""
+class _Span:
+    """The ranks that a kind's groups cover (one instance's ranks: each kind's groups
+    partition them), how many unfinished ones are in each iteration (all start in 0), the
+    lowest such iteration (None: all finished), and the kinds over these ranks.
 
-    __slots__ = ("count", "low", "rose")
+    A kind's iteration is complete -- every group's call list final -- once each of its
+    groups has left it, that is once every rank of the span has: then ``low`` is past it.
+    One count per rank move, whatever the number of groups and kinds."""
+
+    __slots__ = ("count", "low", "kinds")
 
     def __init__(self, members: int):
         self.count: dict[int, int] = {0: members}
         self.low: int | None = 0
-        self.rose = False                 # whether the last move raised ``low``
-
-    def move(self, before: int, after: int | None) -> bool:
-        """One member went from iteration ``before`` to ``after`` (None: it finished);
-        whether the lowest iteration rose (only then may the group have left one)."""
-        low = self.low
-        count = self.count
-        left = count[before] - 1
-        if left:
-            count[before] = left
-        else:
-            del count[before]
-        if after is not None:
-            count[after] = count.get(after, 0) + 1
-        if not count:
-            self.low = None
-        elif before == low and not left or after is not None and low is not None and after < low:
-            self.low = min(count)         # O(iterations in flight): a handful
-        self.rose = self.low != low
-        return self.rose
+        self.kinds: list[tuple[str, str]] = []
 
 
 class LockstepTracker:
@@ -126,26 +115,22 @@ class LockstepTracker:
     def __init__(self, groups: dict[tuple[str, str], list[tuple[int, ...]]]):
         # (instance, kind) -> every group of that kind; kinds with one group are never compared
         self._groups = {k: sorted(v) for k, v in groups.items() if len(v) > 1}
-        # Per group, how many unfinished members are in each iteration, and the lowest such
-        # iteration (None: all finished): a group has left iteration i exactly when that
-        # lowest is past i, so the question costs O(1) instead of a walk over the members.
-        self._levels = {g: _Levels(len(g)) for gs in self._groups.values() for g in gs}
         # group key -> [(instance, kind), last sequence noted]: one lookup per call
         self._state: dict[tuple, list[Any]] = {(k[1], g, ""): [k, 0]
                                                for k, gs in self._groups.items() for g in gs}
-        self._member_of: dict[int, list[tuple[tuple[str, str], tuple[int, ...], _Levels]]] = {}
-        self._levels_of: dict[int, list[_Levels]] = {}
+        # rank -> its spans (one: its instance's); kinds over the same ranks share a span
+        spans: dict[frozenset, _Span] = {}
+        self._spans_of: dict[int, list[_Span]] = {}
         for key, gs in self._groups.items():
-            for g in gs:
-                levels = self._levels[g]
-                for r in g:
-                    self._member_of.setdefault(r, []).append((key, g, levels))
-                    mine = self._levels_of.setdefault(r, [])
-                    if levels not in mine:        # one group may serve two kinds
-                        mine.append(levels)
+            members = frozenset(r for g in gs for r in g)
+            span = spans.get(members)
+            if span is None:
+                span = spans[members] = _Span(len(members))
+                for r in members:
+                    self._spans_of.setdefault(r, []).append(span)
+            span.kinds.append(key)
         self._open: dict[tuple[str, str], dict[int, _Iteration]] = {k: {} for k in self._groups}
-        self._iterations: dict[int, int] = {}
-        self._finished: set[int] = set()
+        self._iterations: dict[int, int | None] = {}     # rank -> iteration (None: finished)
         self._evidence: dict[Divergence, list[CallRecord]] = {}
         self.divergences: list[Divergence] = []
 
@@ -155,59 +140,67 @@ class LockstepTracker:
         if state is None or state[1] >= rec.seq:
             return
         state[1] = rec.seq
-        key: tuple[str, str] = state[0]
-        it = self._open[key].get(rec.iteration)
+        opened = self._open[state[0]]
+        it = opened.get(rec.iteration)
         if it is None:
-            it = self._open[key][rec.iteration] = _Iteration()
-            # Groups already past this iteration closed it before anyone called in it.
-            it.closed.update(g for g in self._groups[key] if self._has_left(g, rec.iteration))
-        it.calls.setdefault(rec.group_ranks, []).append(rec)
+            it = opened[rec.iteration] = _Iteration()
+        group = rec.group_ranks
+        calls = it.calls.get(group)
+        if calls is None:
+            calls = it.calls[group] = []
+            it.keys[group] = []
+        calls.append(rec)
+        it.keys[group].append(_key(rec))
 
     def on_progress(self, rank: int, iteration: int | None) -> None:
-        """Rank ``rank`` moved to ``iteration`` (None: it finished). Close the iterations
-        every member of its groups has left, and compare each newly closed group with the
-        groups of its kind that closed the iteration before it."""
-        if rank in self._finished:
+        """Rank ``rank`` moved to ``iteration`` (None: it finished). When that raises its
+        span's lowest iteration, every iteration below it is complete for the span's kinds:
+        compare each kind's groups there."""
+        iterations = self._iterations
+        before = iterations.get(rank, 0)
+        if before is None:
             return                          # a finished rank has left every iteration
-        before = self._iterations.get(rank, 0)
-        if iteration is None:
-            self._finished.add(rank)
-        else:
-            self._iterations[rank] = iteration
-        rose = False
-        for levels in self._levels_of.get(rank, ()):
-            rose |= levels.move(before, iteration)
-        if not rose:                        # no group's lowest iteration rose: none left one
-            return
-        for key, group, levels in self._member_of[rank]:
-            opened = self._open[key]
-            if not opened or not levels.rose:
-                continue
-            for it_no in sorted(opened):
-                it = opened[it_no]
-                if levels.low is not None and levels.low <= it_no or group in it.closed:
-                    continue                # not left yet (``_has_left``), or closed before
-                it.closed.add(group)
-                if len(it.closed) == len(self._groups[key]):
-                    # Every group of the kind left the iteration: compare each with the first
-                    # of the table, O(groups), in an order no schedule changes.
-                    ref, *rest = self._groups[key]
-                    for other in rest:
-                        self._compare(key, it_no, it, ref, other)
-                    del opened[it_no]
+        iterations[rank] = iteration
+        for span in self._spans_of.get(rank, ()):
+            low, count = span.low, span.count
+            left = count[before] - 1
+            if left:
+                count[before] = left
+            else:
+                del count[before]
+            if iteration is not None:
+                count[iteration] = count.get(iteration, 0) + 1
+            if not count:
+                span.low = None
+            elif before == low and not left or iteration is not None and low is not None \
+                    and iteration < low:
+                span.low = min(count)      # O(iterations in flight): a handful
+            if span.low != low and (span.low is None or low is not None and span.low > low):
+                self._complete(span)
 
-    def _has_left(self, group: tuple[int, ...], iteration: int) -> bool:
-        low = self._levels[group].low
-        return low is None or low > iteration
+    def _complete(self, span: _Span) -> None:
+        """Compare the groups of each of ``span``'s kinds in every iteration below its
+        lowest (every rank of the span has left those)."""
+        for key in span.kinds:
+            opened = self._open[key]
+            for it_no in sorted(opened):
+                if span.low is not None and span.low <= it_no:
+                    break                   # not left yet by every rank
+                # Every group of the kind left the iteration: compare each with the first
+                # of the table, O(groups), in an order no schedule changes.
+                it = opened.pop(it_no)
+                ref, *rest = self._groups[key]
+                for other in rest:
+                    self._compare(key, it_no, it, ref, other)
 
     def _compare(self, key, it_no: int, it: _Iteration, a: tuple[int, ...],
                  b: tuple[int, ...]) -> None:
         """Note the first call one of two closed groups skipped (the first difference of
         their aligned call lists)."""
-        calls_a, calls_b = it.calls.get(a, []), it.calls.get(b, [])
-        keys_a, keys_b = [_key(r) for r in calls_a], [_key(r) for r in calls_b]
+        keys_a, keys_b = it.keys.get(a, []), it.keys.get(b, [])
         if keys_a == keys_b:                 # the common case: in step
             return
+        calls_a, calls_b = it.calls.get(a, []), it.calls.get(b, [])
         matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
         for tag, i1, _i2, j1, _j2 in matcher.get_opcodes():
             if tag == "equal":

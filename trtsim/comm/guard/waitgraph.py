@@ -18,18 +18,43 @@ first running rank it meets, and the full analysis runs only once, to name the s
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..records import CallRecord
 from .waitfor import BLOCKED, RUNNING, waits_for
 
 
+class CallKeys:
+    """Keys of collectives, ``(communicator id, sequence)``: each communicator (group key)
+    gets a small int the first time it is seen, so the hot path's dictionaries hash two ints
+    instead of a tuple holding the group's ranks, several times per call."""
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+        self.groups: list[tuple] = []        # id -> group key
+
+    def of(self, rec: CallRecord) -> tuple[int, int]:
+        group = rec.group_key
+        gid = self.ids.get(group)
+        if gid is None:
+            gid = self.ids[group] = len(self.groups)
+            self.groups.append(group)
+        return gid, rec.seq
+
+
+def _plain_key(rec: CallRecord) -> tuple:
+    return rec.group_key, rec.seq
+
+
 class WaitGraph:
     """Open collectives and who they still wait for. ``status`` and ``calls`` are the
-    scheduler's own per-rank lists (status, and the call a blocked rank is in), read live."""
+    scheduler's own per-rank lists (status, and the call a blocked rank is in), read live;
+    ``key_of`` gives a collective record's key, as the scheduler passes it to ``enter``
+    (``CallKeys.of``, or ``(group key, seq)``)."""
 
-    def __init__(self, status: Sequence[str], calls: Sequence[CallRecord | None]):
-        self.status, self.calls = status, calls
+    def __init__(self, status: Sequence[str], calls: Sequence[CallRecord | None],
+                 key_of: Callable[[CallRecord], tuple] = _plain_key):
+        self.status, self.calls, self.key_of = status, calls, key_of
         n = len(status)
         self.missing: dict[tuple, set[int]] = {}            # (group key, seq) -> not entered
         self.absent: list[set[tuple]] = [set() for _ in range(n)]   # rank -> keys it owes
@@ -43,22 +68,28 @@ class WaitGraph:
 
     def enter(self, r: int, key: tuple, members: Iterable[int]) -> None:
         """Rank ``r`` entered the collective ``key`` (group key, sequence) of ``members``."""
-        miss = self.missing.get(key)
-        if miss is None:
-            miss = self.missing[key] = set(members)
-            for m in miss:
-                self.absent[m].add(key)
+        missing = self.missing
+        miss = missing.get(key)
+        if miss is None:                  # the first to enter: everyone else is missing
+            miss = set(members)
+            miss.discard(r)
+            if miss:
+                missing[key] = miss
+                absent = self.absent
+                for m in miss:
+                    absent[m].add(key)
+            return
         miss.discard(r)
         self.absent[r].discard(key)
         if not miss:
-            del self.missing[key]
+            del missing[key]
             self.witness.pop(key, None)
 
     def waits_of(self, rec: CallRecord) -> Iterable[int]:
         """The ranks a rank blocked in ``rec`` waits for."""
         if rec.is_p2p:
             return (rec.route[0],)
-        return self.missing.get((rec.group_key, rec.seq), ())
+        return self.missing.get(self.key_of(rec), ())
 
     def stuck_after_block(self, r: int) -> bool:
         """Rank ``r`` just blocked: whether it can no longer proceed."""
@@ -69,7 +100,7 @@ class WaitGraph:
             assert rec.peer is not None     # rec.route[0], likewise
             self.p2p_waiters[rec.peer].add(r)
             return not self._reaches_running([r])
-        key = (rec.group_key, rec.seq)
+        key = self.key_of(rec)
         miss = self.missing.get(key)
         if not miss:
             return False                  # nothing to wait for: it completes
@@ -134,7 +165,7 @@ class WaitGraph:
         call = state.call
         if state.status != BLOCKED or call is None:
             return ()
-        miss = None if call.is_p2p else self.missing.get((call.group_key, call.seq))
+        miss = None if call.is_p2p else self.missing.get(self.key_of(call))
         if miss is None:
             return waits_for(state, states)
         order = self._order.get(id(call.group_ranks))

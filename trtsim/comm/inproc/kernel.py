@@ -39,6 +39,10 @@ class Kernel:
         self.aborted = False
         self.threads = threads
         self.runner: GreenletRunner | ThreadRunner | None = None
+        self._turn_ended = False          # a rank passed the turn back to the hub itself
+        self._expired = False             # the deadline fired while a rank passed the turn
+        self._handoff: int | None = None  # a rank picked by ``_pass_turn`` for the hub to start
+        self._fresh: set[int] = set()     # ranks never resumed yet
         # Give the turn back to the hub (a rank calls it); the runner's own suspend once
         # ``run`` has made it: one call less on every block.
         self.yield_to_hub: Callable[[], Any] = _not_running
@@ -91,31 +95,73 @@ class Kernel:
             self.runner = ThreadRunner(mains, self.deadline, on_timeout)
         else:
             self.runner = GreenletRunner(mains)
-        resume, switch = self.runner.resume, self.on_switch
-        self.yield_to_hub = self.runner.suspend
-        runnable = self.runnable = list(range(len(mains)))
-        getrandbits = self.rng.getrandbits
+        self._resumers, self._every_64, self._on_timeout = (self.runner.resumers, every_64,
+                                                            on_timeout)
+        self._hub_switch = self.runner.suspend
+        # Greenlets pass the turn from rank to rank (``_pass_turn``): one switch per turn, not
+        # two through the hub. Threads go through the hub, which keeps the deadline.
+        self.yield_to_hub = self.runner.suspend if self.threads else self._pass_turn
+        self.runnable = list(range(len(mains)))
+        self._getrandbits = self.rng.getrandbits
+        self._fresh = set(self.runnable)
         try:
             with _collector_tuned(len(mains)):
-                while runnable and self.error is None:
-                    # random.randrange(n), inlined (the same draws, so the same schedule)
-                    n = len(runnable)
-                    k = n.bit_length()
-                    i = getrandbits(k)
-                    while i >= n:
-                        i = getrandbits(k)
-                    r = runnable.pop(i)
-                    self.steps += 1
-                    if switch is not None:
-                        switch(r)
-                    resume(r, self.resume.pop(r, None))
-                    if self.steps & 63 == 0 and self.error is None:
-                        every_64()
+                while True:
+                    if self._handoff is not None:     # picked by a rank, started from here
+                        r, self._handoff = self._handoff, None
+                    elif self.runnable and self.error is None:
+                        r = self._pick()
+                    else:
+                        break
+                    self._fresh.discard(r)
+                    self._resumers[r](self.resume.pop(r, None))
+                    if self._expired:
+                        raise on_timeout()
+                    if self._turn_ended:        # a rank ended the turn and came back here
+                        self._turn_ended = False
+                    elif self.steps & 63 == 0 and self.error is None:
+                        every_64()              # a rank finished: its turn ends here
             if self.error is None and not self.all_finished:
                 on_idle()
         finally:
             self.aborted = True
-            self.runner.unwind(switch or _nothing)
+            self.runner.unwind(self.on_switch or _nothing)
+
+    def _pick(self) -> int:
+        """The next rank to run, taken off the runnable list by the seeded RNG (a switch)."""
+        runnable = self.runnable
+        # random.randrange(n), inlined (the same draws, so the same schedule)
+        n = len(runnable)
+        k = n.bit_length()
+        i = self._getrandbits(k)
+        while i >= n:
+            i = self._getrandbits(k)
+        r = runnable.pop(i)
+        self.steps += 1
+        if self.on_switch is not None:
+            self.on_switch(r)
+        return r
+
+    def _pass_turn(self) -> Any:
+        """A greenlet rank ends its turn: what the hub would do next -- the check every 64
+        switches, the seeded choice of the next rank -- done here, and a switch straight to
+        that rank (maybe this one). Returns the value this rank is resumed with. Back to the
+        hub when no rank can run or a report stopped the launch."""
+        try:
+            if self.steps & 63 == 0 and self.error is None:
+                self._every_64()
+            if self.runnable and self.error is None:
+                r = self._pick()
+                if r not in self._fresh:
+                    return self._resumers[r](self.resume.pop(r, None))
+                # A greenlet's first turn starts from the hub: started from a rank, it would
+                # run on top of that rank's frames (and count them towards the recursion
+                # limit), and the next one on top of its own, and so on.
+                self._handoff = r
+        except self._on_timeout:        # the deadline fired here: the hub's, not this rank's
+            self._expired = True
+        self._turn_ended = True
+        return self._hub_switch()
 
     @property
     def all_finished(self) -> bool:

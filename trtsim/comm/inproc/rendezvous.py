@@ -14,10 +14,10 @@ from typing import Any, Callable
 from ...timeline.clock import ClockModel, RankClock, finish_collective
 from ..guard.policy import GuardPolicy
 from ..guard.rules import MATCH_FIELDS, purpose
-from ..guard.waitgraph import WaitGraph
+from ..guard.waitgraph import CallKeys, WaitGraph
 from ..records import CallRecord
 from ..semantics import execute, nbytes
-from .kernel import Kernel
+from .kernel import Kernel, Unwind
 
 
 # What members must agree on besides the purpose, read in C (``rules.match_key``'s fields).
@@ -29,22 +29,28 @@ class Rendezvous:
 
     def __init__(self, kernel: Kernel, policy: GuardPolicy, clocks: list[RankClock],
                  clock_model: ClockModel, on_post: Callable[[CallRecord], None],
-                 waits: WaitGraph | None = None, openers_only: bool = False):
+                 waits: WaitGraph | None = None, openers_only: bool = False,
+                 keys: CallKeys | None = None):
         self.kernel, self.policy, self.clocks, self.clock_model = kernel, policy, clocks, clock_model
         # ``openers_only``: ``on_post`` needs only the record that opens each sequence (the
         # lockstep tracker's rule), not every member's
         self.on_post, self.openers_only = on_post, openers_only
         self.waits = waits
-        # (group key, seq) -> (rank -> (record, payload), the opener's match fields, purpose)
+        self.keys = keys or CallKeys()
+        # (communicator id, seq) -> (rank -> (record, payload), the opener's match fields,
+        # purpose); ids are ``keys``'
         self.pending: dict[tuple, tuple[dict[int, tuple[CallRecord, Any]], tuple,
                                         str | None]] = {}
-        self.posted: list[dict] = [{} for _ in clocks]
+        self.posted: list[dict[int, int]] = [{} for _ in clocks]   # communicator id -> seq
+        self._object_cost: dict[tuple, float] = {}   # (op, size) -> a host-object call's cost
 
-    def post(self, r: int, rec: CallRecord, payload: Any) -> Any:
-        """Rank ``r`` enters ``rec``; returns its result once every member has entered."""
+    def post(self, r: int, rec: CallRecord, payload: Any, run=None) -> Any:
+        """Rank ``r`` enters ``rec``; returns its result once every member has entered.
+        ``run``, an intercepted API's real call, is not needed: the result is computed here."""
         kernel = self.kernel
-        group = rec.group_key
-        key = (group, rec.seq)
+        if kernel.aborted:                # ``Kernel.check`` inlined: the launch is over
+            raise Unwind()
+        key = self.keys.of(rec)
         entry = self.pending.get(key)
         opens = entry is None
         if entry is None:
@@ -62,7 +68,7 @@ class Rendezvous:
                 if err is not None:
                     kernel.report(err)
         posts[r] = (rec, payload)
-        self.posted[r][group] = rec.seq
+        self.posted[r][key[0]] = rec.seq
         if self.waits is not None:
             self.waits.enter(r, key, rec.group_ranks)
         if opens or not self.openers_only:
@@ -83,8 +89,21 @@ class Rendezvous:
         wake(r, mine)
         return kernel.yield_to_hub()
 
+    def posted_by(self, r: int) -> dict[tuple, int]:
+        """The last sequence rank ``r`` entered on each communicator, by group key."""
+        groups = self.keys.groups
+        return {groups[gid]: seq for gid, seq in self.posted[r].items()}
+
     def _settle_clocks(self, rec: CallRecord, posts: dict) -> None:
         arrivals = {m: p[0].clock for m, p in posts.items()}
-        cost = self.clock_model.collective_cost(rec.op, len(arrivals), rec.signature,
-                                                nbytes(posts[rec.rank][1]))
+        n = len(arrivals)
+        if rec.signature == "object":     # no tensor: the price is a function of these
+            key = (rec.op, n)
+            cost = self._object_cost.get(key)
+            if cost is None:
+                cost = self._object_cost[key] = self.clock_model.collective_cost(
+                    rec.op, n, rec.signature)
+        else:
+            cost = self.clock_model.collective_cost(rec.op, n, rec.signature,
+                                                    nbytes(posts[rec.rank][1]))
         finish_collective(self.clocks, arrivals, arrivals, cost, rec.short())

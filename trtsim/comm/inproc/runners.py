@@ -15,7 +15,8 @@ They differ in what a rank's stack may hold while it waits:
   wait anywhere (torch.distributed's real c10d paths: custom ops, functional collectives,
   device meshes). A switch costs a thread hand-off (tens of microseconds).
 
-A rank gives its turn back with ``suspend`` and gets it with ``resume``; the hub ends a launch
+A rank gives its turn back with ``suspend`` and gets it with ``resume`` (``resumers[r]``, the
+same bound to one rank); the hub ends a launch
 with ``unwind``, which throws ``Unwind`` into every rank still suspended so their ``finally``
 blocks run.
 """
@@ -23,6 +24,7 @@ blocks run.
 from __future__ import annotations
 
 import ctypes
+import functools
 import threading
 import time
 from typing import Any, Callable
@@ -43,6 +45,8 @@ class GreenletRunner:
         # Give the turn back to the hub (rank side); returns the value it resumes with. The
         # hub's own switch: the hot path, no Python frame in between.
         self.suspend: Callable[[], Any] = self.hub.switch
+        # resumers[r](value) is resume(r, value): each greenlet's own switch, no frame of ours
+        self.resumers: list[Callable[[Any], Any]] = [g.switch for g in self.glets]
 
     def resume(self, r: int, value: Any) -> None:
         """Run rank ``r`` (hub side) until it suspends or finishes."""
@@ -98,6 +102,8 @@ class ThreadRunner:
         self.escaped: BaseException | None = None
         self.deadline, self.on_timeout = deadline, on_timeout
         self.abandoned: set[int] = set()
+        self.resumers: list[Callable[[Any], Any]] = [functools.partial(self.resume, r)
+                                                     for r in range(len(mains))]
 
     def _thread_main(self, r: int) -> None:
         baton = self.batons[r]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 from ...timeline.clock import RankClock
@@ -18,14 +19,13 @@ class InprocTransport:
                  clock: RankClock, on_iteration: Callable[[int, int], None]):
         self.rank, self.kernel, self.rendezvous, self.mailbox = rank, kernel, rendezvous, mailbox
         self.clock = clock
-        self._on_iteration = on_iteration
-
-    # ``run`` (the real call of an intercepted API) is not needed here: every rank is in this
-    # process, so the rendezvous and the mailbox compute the results themselves.
-    def collective(self, rec: CallRecord, payload: Any, run=None) -> Any:
-        if self.kernel.aborted:           # the hot path: Kernel.check inlined
-            raise Unwind()
-        return self.rendezvous.post(self.rank, rec, payload)
+        # collective(rec, payload, run=None): the rendezvous itself, bound to this rank (the
+        # hot path: no frame of ours in between; the rendezvous checks the kernel first).
+        # ``run`` (the real call of an intercepted API) is not needed here: every rank is in
+        # this process, so the rendezvous and the mailbox compute the results themselves.
+        self.collective: Callable[..., Any] = functools.partial(rendezvous.post, rank)
+        # set_iteration(i): the world's hook, bound likewise (it checks the kernel first)
+        self.set_iteration: Callable[[int], None] = functools.partial(on_iteration, rank)
 
     def send(self, rec: CallRecord, payload: Any, blocking: bool, run=None):
         self.kernel.check()
@@ -34,11 +34,6 @@ class InprocTransport:
     def recv(self, rec: CallRecord, buffer: Any, blocking: bool = True, run=None) -> Any:
         self.kernel.check()
         return self.mailbox.recv(self.rank, rec, buffer, blocking)
-
-    def set_iteration(self, iteration: int) -> None:
-        if self.kernel.aborted:           # Kernel.check inlined, as in ``collective``
-            raise Unwind()
-        self._on_iteration(self.rank, iteration)
 
     def delay(self, seconds: float) -> None:
         """A slow rank: it gives up its turn one scheduling tick per millisecond, so every

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import pickle
 from typing import Any
-from dataclasses import replace
 
 from ..guard.rules import MATCH_FIELDS, match_key
 from ..records import CallRecord
@@ -139,8 +138,8 @@ class RecordCodec:
                 self._sites.clear()
             ranks = pack_ranks(rec.group_ranks)
             texts = {f: pack_text(f, getattr(rec, f)) for f in _TEXTS}
-            template = replace(rec, seq=0, iteration=0, clock=0.0, group_ranks=(),
-                               **_BLANK_TEXTS)
+            template = rec._replace(seq=0, iteration=0, clock=0.0, group_ranks=(),
+                                    **_BLANK_TEXTS)
             data = pickle.dumps((template, texts, ranks), protocol=pickle.HIGHEST_PROTOCOL)
             if len(data) > SLOT_BYTES:
                 raise ValueError(f"a call record of {len(data)} bytes does not fit a ledger "
@@ -157,8 +156,8 @@ class RecordCodec:
         if group is None:
             return None
         fields = {f: unpack_text(v, getattr(like, f, None)) for f, v in texts.items()}
-        return replace(template, seq=seq, iteration=iteration, clock=clock, group_ranks=group,
-                       **fields)
+        return template._replace(seq=seq, iteration=iteration, clock=clock, group_ranks=group,
+                                 **fields)
 
 
 __all__ = ["RecordCodec", "match_hash", "pack_ranks", "unpack_ranks", "pack_text",
