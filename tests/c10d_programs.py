@@ -126,3 +126,61 @@ def destroy_while_waiting():
     if tdist.get_rank() == 1:
         tdist.all_reduce(torch.zeros(1), group=group)
     tdist.destroy_process_group(group)
+
+
+def local_synchronization(dist):
+    """Ranks 0 and 1 make two groups of their own, ranks 2 and 3 one, each set without the
+    others (``use_local_synchronization``); then every rank makes a world group and
+    all-reduces on it, and each pair all-reduces on its last group. 4 ranks."""
+    r = dist.global_rank
+    tdist.init_process_group("gloo")
+    if r < 2:
+        tdist.new_group([0, 1], use_local_synchronization=True)
+        pair = tdist.new_group([0, 1], use_local_synchronization=True)
+    else:
+        pair = tdist.new_group([2, 3], use_local_synchronization=True)
+    world = tdist.new_group([0, 1, 2, 3])
+    t, p = torch.ones(1), torch.tensor([float(r)])
+    tdist.all_reduce(t, group=world)
+    tdist.all_reduce(p, group=pair)
+    return t.item(), p.item(), world.group_name
+
+
+def store_waits(dist, case: str):
+    """Store waits on inproc. ``never``: rank 0 gets a key nobody sets (rank 1 finishes).
+    ``timeout``: rank 0 waits 5 ms for a key nobody sets, then sets the key rank 1 waits for
+    without a timeout. ``forever``: both wait, without a timeout, for keys nobody sets."""
+    import datetime
+    r = dist.global_rank
+    tdist.init_process_group("gloo")
+    store = tdist.distributed_c10d._get_default_store()
+    if case == "never" and r == 0:
+        store.get("never")
+    if case == "timeout":
+        if r == 0:
+            try:
+                store.wait(["never"], datetime.timedelta(milliseconds=5))
+            except tdist.DistStoreError as exc:
+                store.set("late", str(exc))
+            return "timed out"
+        store.wait(["late"], datetime.timedelta(0))
+        return store.get("late").decode()
+    if case == "forever":
+        store.wait([f"never{r}"], datetime.timedelta(0))
+    return "done"
+
+
+def silenced_new_group(dist):
+    """Each rank points fd 1 at /dev/null while it makes a group, and back after, as vLLM
+    does around ``new_group`` (its C libraries print there)."""
+    import os
+    tdist.init_process_group("gloo")
+    saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        group = tdist.new_group([0, 1])      # a collective: the other rank runs meanwhile
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+    return group.size()

@@ -6,6 +6,7 @@ import pytest
 import torch.distributed as tdist
 
 import trtsim
+from tests import c10d_native_programs as N
 from tests import c10d_programs as P
 
 BACKENDS = ["inproc", "gloo"]
@@ -67,6 +68,14 @@ def test_the_process_keeps_its_own_c10d_state():
     assert type(tdist.distributed_c10d._world).__name__ == "_World"
 
 
+def test_the_process_keeps_its_standard_output_when_ranks_redirect_it_in_turn():
+    import os
+    before = [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)]
+    assert launch(P.silenced_new_group, "inproc", pp=1) == [2, 2]
+    # rank 1 saved fd 1 while rank 0 had it on /dev/null, and restored that last
+    assert [(os.fstat(fd).st_dev, os.fstat(fd).st_ino) for fd in (1, 2)] == before
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_torchdist_shaped_program_runs_on_the_mesh_of_its_mapping(backend):
     results = launch(P.torchdist_shaped, backend)
@@ -95,3 +104,57 @@ def test_a_group_destroyed_under_a_waiting_peer_is_a_deadlock(backend):
         launch(P.destroy_while_waiting, backend, pp=1)
     assert info.value.ranks == (0, 1)           # rank 1 blocked, waiting for finished rank 0
     assert info.value.calls[1].api == "torch.all_reduce"
+
+
+def test_every_group_method_torch_calls_computes_what_gloo_computes():
+    inproc, gloo = (launch(N.native_calls, backend, pp=1) for backend in BACKENDS)
+    coalescing = "c10d._coalescing_manager"
+    differ = {k for r in (0, 1) for k in inproc[r] if inproc[r][k] != gloo[r][k]}
+    assert differ == {coalescing}, {k: (inproc[0][k], gloo[0][k]) for k in differ}
+    for backend, results in (("trtsim", inproc), ("gloo", gloo)):
+        for got in results:       # each refuses to coalesce in its own name, alike
+            assert got.pop(coalescing) == (f"raised RuntimeError: Backend {backend} does not "
+                                           "implement startCoalescing")
+            assert not [k for k, v in got.items() if str(v).startswith("raised")], got
+    a, b = inproc
+    assert a["allreduce"] == b["allreduce"] == [[2.0, 5.0]]             # MAX from the options
+    assert (a["reduce"], b["reduce"]) == ("not the root", [6.0])   # PRODUCT at root 1
+    assert (a["scatter"], b["scatter"]) == ([[11.0]], [[12.0]])
+    assert (a["gather"], b["gather"]) == ([[4.0], [5.0]], [])
+    assert b["send_recv"] == [[42.0]]
+    assert a["ops.all_reduce"] == b["ops.all_reduce"] == [2.0]
+    assert a["c10d.all_gather_into_tensor"] == [1.0, 2.0]
+    assert a["allgather_coalesced"] == [[0.0], [0.0, 10.0], [1.0], [1.0, 11.0]]
+
+
+def test_the_group_answers_every_method_torch_calls_on_a_group():
+    """Each ``group.<method>(`` torch's distributed_c10d calls is the inproc group's own:
+    none falls through to torch's C++ group, which has no backend behind it here."""
+    import inspect
+    import re
+    from trtsim.comm.inproc.c10d_group import InprocProcessGroup
+    called = set(re.findall(r"\bgroup\.(\w+)\(", inspect.getsource(tdist.distributed_c10d)))
+    assert {"allreduce", "all_gather_single", "recv_anysource"} <= called
+    own = {name for klass in InprocProcessGroup.__mro__[:-1] if klass is not tdist.ProcessGroup
+           and klass is not object for name in vars(klass)}
+    assert called - own - {"_get_backend"} == set()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_groups_made_by_their_members_alone_leave_later_groups_agreed(backend):
+    """``use_local_synchronization``: ranks 0 and 1 make two groups, ranks 2 and 3 one, and
+    every rank then makes a world group; it is one group on every rank, not a deadlock."""
+    results = launch(P.local_synchronization, backend, tp=4, pp=1)
+    assert [got[:2] for got in results] == [(4.0, 1.0), (4.0, 1.0), (4.0, 5.0), (4.0, 5.0)]
+    assert len({got[2] for got in results}) == 1           # torch names it alike everywhere
+
+
+def test_a_group_is_named_by_what_its_members_agree_on():
+    from trtsim.comm.intercept.torch_groups import GroupNames
+    pair_maker, other = GroupNames(), GroupNames()
+    first = pair_maker.next((0, 1), local=True)
+    assert pair_maker.next((0, 1), local=True) != first          # the second of that list
+    assert other.next((2, 3), local=True) != first
+    # groups made by their members alone leave the numbering of world groups alone
+    assert pair_maker.next((0, 1, 2, 3), local=False) == other.next((0, 1, 2, 3), local=False)
+    assert GroupNames().next((0, 1), local=True) == first        # any member names it alike

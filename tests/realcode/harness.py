@@ -15,11 +15,16 @@ BACKENDS = ("inproc", "gloo")
 LAUNCH_TIMEOUT_S = 60.0             # a hang guard: each launch here ends in seconds
 
 
-def launch(prog, backend: str, rank_local: tuple[str, ...], **kwargs):
-    """``trtsim.launch(prog, backend=backend, intercept=("torch",), ...)`` as described."""
+def options(backend: str, rank_local: tuple[str, ...], **kwargs) -> dict:
+    """The keyword arguments of ``trtsim.launch`` (or the ``trtsim_launch`` fixture) as
+    described: ``backend``, ``intercept=("torch",)``, ``rank_local``, the hang guard."""
     kwargs.setdefault("timeout", LAUNCH_TIMEOUT_S)
-    return trtsim.launch(prog, backend=backend, intercept=("torch",), rank_local=rank_local,
-                         **kwargs)
+    return dict(backend=backend, intercept=("torch",), rank_local=rank_local, **kwargs)
+
+
+def launch(prog, backend: str, rank_local: tuple[str, ...], **kwargs):
+    """``trtsim.launch(prog, **options(backend, rank_local, ...))``."""
+    return trtsim.launch(prog, **options(backend, rank_local, **kwargs))
 
 
 def in_file(record, path: str) -> bool:

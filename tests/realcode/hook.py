@@ -7,12 +7,16 @@ installed copy, unless a stub names it; a module that is neither extracted nor s
 ``ModuleNotFoundError`` naming tests/realcode (their code treats that as an optional module
 being absent, as on a machine without it). ``AbsentFinder`` (last) stands in for third-party
 packages that their module level imports but this environment lacks; it is asked after every
-other finder, so an installed package always wins. A stub's module is a package: its
+other finder, so an installed package always wins, and it answers their imports (and these
+tests') only. Its stand-ins leave ``sys.modules`` once the outermost framework import is done
+and after every realcode test (``conftest``): other code in the process -- mypy probing for
+orjson, torch for triton -- sees the machine as it is. A stub's module is a package: its
 submodules are stubs too, unless the stub replaces only the package's ``__init__``.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.abc
 import importlib.machinery
 import sys
@@ -110,9 +114,11 @@ def _stub_of(name: str, table: dict[str, Stub]) -> Stub | None:
 class WheelFinder(importlib.abc.MetaPathFinder):
     """Modules of the packages extracted from wheels: their files, or their stubs."""
 
-    def __init__(self, roots: dict[str, Path], stubs: dict[str, Stub]):
+    def __init__(self, roots: dict[str, Path], stubs: dict[str, Stub],
+                 absent: "AbsentFinder | None" = None):
         self.roots = dict(roots)                     # top package -> extraction root
         self.stubs = stubs
+        self.absent = absent
 
     def find_spec(self, name, path=None, target=None):
         top = name.partition(".")[0]
@@ -129,19 +135,74 @@ class WheelFinder(importlib.abc.MetaPathFinder):
         if spec is None:
             raise ModuleNotFoundError(f"No module named {name!r} (neither extracted from the "
                                       f"{top} wheel nor stubbed: tests/realcode)", name=name)
+        if self.absent is not None and spec.loader is not None:
+            spec.loader = _Forgetting(spec.loader, self.absent)
         return spec
 
 
-class AbsentFinder(importlib.abc.MetaPathFinder):
-    """Third-party packages this environment lacks (asked after every other finder)."""
+_IMPORTLIB = str(Path(importlib.__file__).parent)
+_HERE = str(Path(__file__).parent)              # tests/realcode: the tests ask for stubs too
 
-    def __init__(self, absent: dict[str, Stub]):
-        self.absent = absent
+
+def _importer_file() -> str:
+    """The file of the code whose import is being resolved (importlib's frames skipped)."""
+    frame = sys._getframe(2)
+    while frame is not None and (frame.f_code.co_filename.startswith("<frozen importlib")
+                                 or frame.f_code.co_filename.startswith(_IMPORTLIB)
+                                 or frame.f_code.co_filename == __file__):
+        frame = frame.f_back
+    return frame.f_code.co_filename if frame is not None else ""
+
+
+class AbsentFinder(importlib.abc.MetaPathFinder):
+    """Third-party packages this environment lacks (asked after every other finder), for the
+    frameworks' own imports only: anyone else importing one (mypy probing for orjson, torch
+    for triton) gets the ModuleNotFoundError of a machine without it."""
+
+    def __init__(self, absent: dict[str, Stub], roots: dict[str, Path]):
+        self.absent, self.roots = absent, roots
 
     def find_spec(self, name, path=None, target=None):
         stub = _stub_of(name, self.absent)
+        if stub is None or not self._framework_importing():
+            return None
         # an absent package's module: what the stand-in does not fill is a placeholder
-        return None if stub is None else _stub_spec(name, stub, [], placeholders=True)
+        return _stub_spec(name, stub, [], placeholders=True)
+
+    def _framework_importing(self) -> bool:
+        where = _importer_file()
+        return where.startswith(_HERE) or any(where.startswith(str(root))
+                                              for root in self.roots.values())
+
+    def forget(self) -> None:
+        """Take the absent packages' stand-ins out of ``sys.modules``: the frameworks'
+        modules keep the ones they imported, and nobody else finds them there."""
+        for name in [n for n, m in list(sys.modules.items())
+                     if _stub_of(n, self.absent) is not None and isinstance(
+                         getattr(getattr(m, "__spec__", None), "loader", None), _StubLoader)]:
+            del sys.modules[name]
+
+
+class _Forgetting(importlib.abc.Loader):
+    """A framework module's own loader, which takes the absent stand-ins out of
+    ``sys.modules`` once the outermost framework import is done (``AbsentFinder.forget``)."""
+
+    depth = 0            # framework imports in progress (they nest)
+
+    def __init__(self, inner, absent: AbsentFinder):
+        self.inner, self.absent = inner, absent
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        _Forgetting.depth += 1
+        try:
+            self.inner.exec_module(module)
+        finally:
+            _Forgetting.depth -= 1
+            if _Forgetting.depth == 0:
+                self.absent.forget()
 
 
 def install(roots: dict[str, Path], stubs: dict[str, Stub], absent: dict[str, Stub]) -> None:
@@ -152,5 +213,15 @@ def install(roots: dict[str, Path], stubs: dict[str, Stub], absent: dict[str, St
             finder.roots.update(roots)
             break
     else:
-        sys.meta_path.insert(0, WheelFinder(roots, stubs))
-        sys.meta_path.append(AbsentFinder(absent))
+        wheels = WheelFinder(roots, stubs)
+        wheels.absent = AbsentFinder(absent, wheels.roots)   # the same roots, as they grow
+        sys.meta_path.insert(0, wheels)
+        sys.meta_path.append(wheels.absent)
+
+
+def forget_absent() -> None:
+    """Take the absent packages' stand-ins out of ``sys.modules`` (after a test that ran the
+    frameworks' code, which may import one lazily)."""
+    for finder in sys.meta_path:
+        if isinstance(finder, AbsentFinder):
+            finder.forget()

@@ -47,3 +47,12 @@ def test_a_path_that_reaches_a_placeholder_raises():
         kernel[(1,)](0)
     with pytest.raises(hook.StubCalled, match="triton.language.arange was called"):
         importlib.import_module("triton.language").arange(0, 4)
+
+
+def test_code_outside_the_frameworks_never_sees_a_stand_in():
+    # sglang imports orjson at module level (absent here: a stand-in serves it); mypy, run
+    # later in the same worker, probes for orjson and must find none
+    importlib.import_module("sglang.srt.distributed.parallel_state")
+    probe = compile("import orjson", "/elsewhere/probe.py", "exec")
+    with pytest.raises(ModuleNotFoundError, match="orjson"):
+        exec(probe, {})

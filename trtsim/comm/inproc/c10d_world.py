@@ -16,6 +16,10 @@ torch.distributed:
   group names among its own groups.
 - ``init_process_group`` installs a ``sys.excepthook`` per call; the process's hook comes back
   afterwards (a hook a rank installs otherwise would outlive the launch).
+- The process's standard output and error descriptors come back afterwards too. Rank code
+  may point them elsewhere for a while (vLLM silences fd 1 around ``new_group``): the ranks
+  share the process's descriptors, and two ranks doing so with turns interleaved restore
+  each other's redirection, which would leave fd 1 on /dev/null after the launch.
 
 What stays shared: ``distributed_c10d._backend`` and ``_default_pg_init_method`` (every rank
 writes the same values), and torch's caches outside ``_World``.
@@ -23,6 +27,7 @@ writes the same values), and torch's caches outside ``_World``.
 
 from __future__ import annotations
 
+import os
 import sys
 
 import torch.distributed.distributed_c10d as c10d
@@ -83,18 +88,28 @@ class RankWorlds:
         setattr(self._current(), name, value)
 
 
+STD_FDS = (1, 2)
+
+
 def _install() -> tuple:
     outer, hook = c10d._world, sys.excepthook
+    fds = {fd: os.dup(fd) for fd in STD_FDS}
     c10d._world = RankWorlds(outer)  # type: ignore[assignment]  # a per-rank proxy of _World
     _set_thread_isolation_mode(True)
-    return outer, hook
+    return outer, hook, fds
 
 
 def _uninstall(saved: tuple) -> None:
-    outer, hook = saved
+    outer, hook, fds = saved
     _set_thread_isolation_mode(False)
     c10d._world = outer
     sys.excepthook = hook
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    for fd, copy in fds.items():
+        os.dup2(copy, fd)
+        os.close(copy)
 
 
 def installed():

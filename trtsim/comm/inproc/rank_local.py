@@ -28,7 +28,8 @@ Limits: state that lives elsewhere than in the named modules' globals is shared 
 attributes (``GroupCoordinator._instances``), objects of other packages' classes a global
 refers to, C extension state, caches on function objects (``functools.lru_cache``); a value
 that cannot be copied is shared too; a stateful object captured as a default argument keeps
-the original, where the module's global is the rank's copy.
+the original, where the module's global is the rank's copy. And the process is one: its file
+descriptors, environment, working directory and signal handlers are every rank's.
 The cost is a dict copy of the named modules per hand-over between different ranks.
 """
 

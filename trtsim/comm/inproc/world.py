@@ -23,7 +23,7 @@ from ...timeline.clock import ClockModel, RankClock
 from ..distributed import Distributed
 from ..errors import RankFailed, SchedulerStalled
 from ..guard.lockstep import LockstepTracker
-from ..guard.waitgraph import WaitGraph
+from ..guard.waitgraph import CallKeys, WaitGraph
 from ..guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, timeout_error
 from .. import intercept, markers
 from ..current import bind
@@ -76,12 +76,13 @@ class InprocWorld:
             on_collective = self._on_collective
         else:                     # the hot path: the tracker's own method, or nothing
             on_collective = self.tracker.on_call if self.tracker else _ignore
-        self.waits = WaitGraph(self.kernel.status, self.kernel.blocked_call)
+        keys = CallKeys()
+        self.waits = WaitGraph(self.kernel.status, self.kernel.blocked_call, keys.of)
         self.kernel.on_block = self._on_block
         self.kernel.on_finish = self._on_finish
         self.rendezvous = Rendezvous(self.kernel, self.policy, self.clocks, self.clock_model,
                                      on_collective, self.waits,
-                                     openers_only=self.trace is None)
+                                     openers_only=self.trace is None, keys=keys)
         self.mailbox = Mailbox(self.kernel, self.clocks, self.clock_model, self._on_p2p)
         self.iterations = {r: 0 for r in range(n)}
         self.progress = progress
@@ -101,7 +102,11 @@ class InprocWorld:
             self.tracker.on_call(rec)
 
     def _on_iteration(self, r: int, iteration: int | None) -> None:
+        """Rank ``r`` set its iteration (None: it finished). Its transport's
+        ``set_iteration``: a launch that is over stops the rank here (``Kernel.check``)."""
         if iteration is not None:
+            if self.kernel.aborted:
+                raise Unwind()
             if self.iterations[r] == iteration:
                 return
             self.iterations[r] = iteration
@@ -168,7 +173,7 @@ class InprocWorld:
         if not self.threads:
             return None
         from ..intercept import InprocTorch
-        from . import c10d_group, c10d_world
+        from . import c10d_group, c10d_store, c10d_world
         c10d_group.register()
         stack.enter_context(c10d_world.installed())
         kernel = self.kernel
@@ -177,7 +182,7 @@ class InprocWorld:
             from ..current import current
             kernel.check()
             kernel.step_aside(current().global_rank)
-        return InprocTorch(c10d_group.BACKEND, c10d_group.InprocStore(wait_turn),
+        return InprocTorch(c10d_group.BACKEND, c10d_store.InprocStore(wait_turn, kernel),
                            c10d_world.RankWorld)
 
     # The wait graph notices a stuck set the moment it forms, whatever the other ranks do.
@@ -244,6 +249,6 @@ class InprocWorld:
         kernel = self.kernel
         pending = self.mailbox.pending_sends()
         return {r: RankState(r, kernel.status[r], kernel.blocked_call[r],
-                             self.rendezvous.posted[r], tuple(pending.get(r, ())),
+                             self.rendezvous.posted_by(r), tuple(pending.get(r, ())),
                              self.iterations[r], self.places[r].name)
                 for r in range(len(self.places))}

@@ -278,8 +278,10 @@ def make_collective_functions(real):
 
     def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None,
                              async_op=False):
-        handles = [all_gather(outs, t, group, async_op)
-                   for outs, t in zip(output_tensor_lists, input_tensor_list)]
+        """``output_tensor_lists[i][j]`` receives rank i's ``input_tensor_list[j]``."""
+        _fits("all_gather_coalesced", group, "output_tensor_lists", output_tensor_lists)
+        handles = [all_gather([outs[j] for outs in output_tensor_lists], t, group, async_op)
+                   for j, t in enumerate(input_tensor_list)]
         return Each(handles) if async_op else None
 
     return {f.__name__: f for f in (

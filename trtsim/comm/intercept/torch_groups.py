@@ -8,12 +8,15 @@ and ``new_group`` run in the rank's own c10d world (``inproc.c10d_world``) with 
 inproc backend (``inproc.c10d_group``), whatever backend the program names; the group
 remembers the name it asked for, which ``get_backend`` answers. ``new_group`` is
 collective over the world (a rank that skips it hangs the others), so it is guarded as a
-world barrier first. The guard names a group by an id every member agrees on: the order of
-``new_group`` calls, which every rank shares (``torch:N``), or torch's group name for groups
-made where trtsim does not see it (device meshes: ``torch:pgNAME``).
+world barrier first (one made with ``use_local_synchronization=True``: a barrier of its
+members). The guard names a group by an id every member agrees on (``GroupNames``), or by
+torch's group name for groups made where trtsim does not see it (device meshes:
+``torch:pgNAME``).
 """
 
 from __future__ import annotations
+
+import hashlib
 
 import torch.distributed as tdist
 
@@ -22,6 +25,33 @@ from ..ops import Op
 
 WORLD_ID = "torch:world"
 DEFAULT_BACKEND = "gloo"       # what ``get_backend`` says of an inproc group made without one
+
+
+class GroupNames:
+    """The ids of the groups one rank makes with ``new_group``, the same on every member.
+
+    A group every rank makes (``new_group`` is collective over the world) is numbered in the
+    order of those calls, ``torch:N``, as torch numbers its names (``group_count``, the world
+    being 0). A group made with ``use_local_synchronization=True`` is made by its
+    members only, so a count of all calls would differ between ranks (and shift the ids of
+    every later group); torch names it by a hash of its ranks and how many groups the rank
+    knows, which members agree on only while they made the same groups. Here it is named by
+    its member list and how many groups of exactly those members were made before it, which
+    every member agrees on (each makes every group of that list), ``torch:local.HASH.K``;
+    the hash keeps the id short for a group of any size."""
+
+    def __init__(self):
+        self.world_groups = 0
+        self.local_groups: dict[tuple[int, ...], int] = {}
+
+    def next(self, members: tuple[int, ...], local: bool) -> str:
+        if not local:
+            self.world_groups += 1
+            return f"torch:{self.world_groups}"
+        k = self.local_groups.get(members, 0)
+        self.local_groups[members] = k + 1
+        digest = hashlib.sha1(",".join(map(str, members)).encode()).hexdigest()[:12]
+        return f"torch:local.{digest}.{k}"
 
 
 class TorchRank:
@@ -33,7 +63,7 @@ class TorchRank:
     def __init__(self, api, real, inproc=None):
         self.api, self.real, self.inproc = api, real, inproc
         self.initialized = api.real       # processes: trtsim initialised torch already
-        self.created = 0
+        self.names = GroupNames()
         self.groups: dict[int, tuple] = {}   # id(ProcessGroup) -> (group, Comm, backend asked)
         self.world = Comm(WORLD_ID, api.world)
         self.c10d = inproc.new_world() if inproc is not None else None
@@ -113,8 +143,7 @@ def make_group_functions(real):
                         (sorted(ranks) if sort_ranks else ranks))
         for r in members:
             st.world.index(r, "new_group: rank")
-        st.created += 1
-        comm = Comm(f"torch:{st.created}", members)
+        comm = Comm(st.names.next(members, use_local_synchronization), members)
         inproc = st.inproc
         if inproc is None:
             backend = _usable(backend, st.api.dist)
