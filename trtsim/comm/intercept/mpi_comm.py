@@ -13,12 +13,13 @@ callable raising NotImplementedError naming itself (``mpi_names``).
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Callable
 
 from .comms import Comm, rank_api
 from .mpi_collectives import BufferCollectives
 from .mpi_datatypes import ERR_COMM, Exception as MPIException
-from .mpi_names import not_covered
+from .mpi_names import MPIObject
 from .mpi_objects import ObjectCollectives
 from .mpi_p2p import PointToPoint
 from .mpi_real import real_runner
@@ -27,8 +28,10 @@ from .mpi_run import MPIRank, run_collective
 from ..ops import Op
 
 
-class Intracomm(ObjectCollectives, BufferCollectives, PointToPoint):
+class Intracomm(ObjectCollectives, BufferCollectives, PointToPoint, MPIObject):
     """A communicator of the stand-in (COMM_WORLD, and what Split and Dup return)."""
+
+    _mpi_names = "Intracomm"
 
     def __init__(self, comm: Comm | None, name: str = "", real=None):
         self._comm = comm  # type: ignore[assignment]  # None: COMM_NULL (see CommCore)
@@ -91,9 +94,6 @@ class Intracomm(ObjectCollectives, BufferCollectives, PointToPoint):
         ranks = list(self._comm.ranks) if self._comm else []
         return f"<trtsim MPI.Intracomm {self.Get_name()} ranks={ranks}>"
 
-    def __getattr__(self, name: str):
-        return not_covered("Intracomm", name)
-
     # -- the one path of every collective --------------------------------------------------
     def _coll(self, what: str, op: str, payload, root: int | None = None,
               reduce_op: str | None = None, args: tuple = (),
@@ -114,9 +114,15 @@ class Intracomm(ObjectCollectives, BufferCollectives, PointToPoint):
         return got if finish is None else finish(got)
 
     def _root(self, root, what: str) -> int:
-        if not isinstance(root, int) or not 0 <= root < self.Get_size():
-            raise ValueError(f"MPI {what}: root={root!r} out of range for {self.Get_size()} ranks")
-        return root
+        """A rank of this communicator given as anything with ``__index__`` (``np.int64(0)``),
+        as mpi4py takes it."""
+        try:
+            rank = operator.index(root)
+        except TypeError:
+            raise TypeError(f"MPI {what}: rank {root!r} is not an integer") from None
+        if not 0 <= rank < self.Get_size():
+            raise ValueError(f"MPI {what}: rank {rank} out of range for {self.Get_size()} ranks")
+        return rank
 
     # -- communicators -------------------------------------------------------------------
     def _derive(self, what: str, mine, suffix: str, members_of, args: tuple = (),
@@ -207,8 +213,10 @@ class Intracomm(ObjectCollectives, BufferCollectives, PointToPoint):
         raise SystemExit(f"MPI.Abort({errorcode}) on {self.Get_name()}")
 
 
-class Group:
+class Group(MPIObject):
     """A rank set (``comm.Get_group()``, ``group.Incl([...])``), in global ranks."""
+
+    _mpi_names = "Group"
 
     def __init__(self, ranks):
         self.ranks = tuple(ranks)
@@ -231,9 +239,6 @@ class Group:
     def real(self, real_mpi):
         """This group in the real library (under mpirun: global ranks are COMM_WORLD's)."""
         return real_mpi.COMM_WORLD.Get_group().Incl(list(self.ranks))
-
-    def __getattr__(self, name: str):
-        return not_covered("Group", name)
 
 
 def _world_ranks(real_mpi, comm) -> list[int]:

@@ -14,7 +14,7 @@ import operator
 import numpy as np
 
 from ..reduce_op import op_name
-from .mpi_names import not_covered
+from .mpi_names import MPIObject
 
 # attribute name -> (MPI name, numpy dtype, typecode as mpi4py's Datatype.tocode() gives it)
 _TABLE = {
@@ -50,20 +50,15 @@ _BY_FORMAT = {"c": "CHAR", "b": "SIGNED_CHAR", "B": "BYTE", "h": "SHORT", "H": "
               "?": "C_BOOL", "Zf": "C_FLOAT_COMPLEX", "Zd": "C_DOUBLE_COMPLEX"}
 
 
-class _Predefined:
+class _Predefined(MPIObject):
     """A predefined MPI object (a datatype, an op): pickled and shown by its attribute name;
     the names of mpi4py's class the stand-in lacks refuse (``mpi_names``)."""
-
-    _owner = ""
 
     def _key(self) -> str:
         raise NotImplementedError
 
     def __reduce__(self):
-        return predefined, (self._owner, self._key())
-
-    def __getattr__(self, name: str):
-        return not_covered(self._owner, name)
+        return predefined, (self._mpi_names, self._key())
 
     def __repr__(self) -> str:
         return f"MPI.{self._key()}"
@@ -72,12 +67,11 @@ class _Predefined:
 class Datatype(_Predefined):
     """A predefined MPI datatype (``MPI.INT64_T``): its name, size and numpy dtype."""
 
-    _owner = "Datatype"
+    _mpi_names = "Datatype"
 
     def __init__(self, attr: str, name: str, dtype: str, code: str):
         self.attr, self._name, self.code = attr, name, code
         self.dtype = np.dtype(dtype) if dtype != "f16" else np.dtype(np.longdouble)
-        self.size = self.extent = self.dtype.itemsize
 
     def Get_name(self) -> str:
         return self._name
@@ -85,12 +79,13 @@ class Datatype(_Predefined):
     name = property(Get_name)
 
     def Get_size(self) -> int:
-        return self.size
+        return self.dtype.itemsize
 
     def Get_extent(self) -> tuple[int, int]:
-        return 0, self.extent
+        return 0, self.dtype.itemsize
 
-    lb, ub = 0, property(lambda self: self.extent)
+    size = extent = ub = property(Get_size)
+    lb = 0
     is_predefined = is_named = True
 
     def tocode(self) -> str:
@@ -150,7 +145,7 @@ class Op(_Predefined):
     """A reduce op (``MPI.SUM``): its name decides, and it reduces two values when called.
     ``reducible``: trtsim's collectives compute it (the logical and location ops are not)."""
 
-    _owner = "Op"
+    _mpi_names = "Op"
 
     def __init__(self, name: str, fn, reducible: bool = True):
         self.name, self._fn, self.reducible = name, fn, reducible
@@ -223,21 +218,26 @@ _ERROR_TEXT = {ERR_BUFFER: "MPI_ERR_BUFFER: invalid buffer pointer",
                ERR_OTHER: "MPI_ERR_OTHER: known error not in list"}
 
 
-class Exception(RuntimeError):  # noqa: A001 - mpi4py's name: MPI.Exception
+class Exception(RuntimeError, MPIObject):  # noqa: A001 - mpi4py's name: MPI.Exception
     """An MPI error class raised as mpi4py raises it (``MPI.Exception``), with trtsim's detail."""
 
+    _mpi_names = "Exception"
+
     def __init__(self, error_class: int, detail: str = ""):
-        self.error_class, self.detail = error_class, detail
+        self._error_class, self.detail = error_class, detail
         text = _ERROR_TEXT.get(error_class, f"MPI error {error_class}")
         super().__init__(f"{text} ({detail})" if detail else text)
 
     def Get_error_class(self) -> int:
-        return self.error_class
+        return self._error_class
 
     Get_error_code = Get_error_class
 
     def Get_error_string(self) -> str:
         return _ERROR_TEXT.get(self.error_class, "")
+
+    error_class = error_code = property(Get_error_class)
+    error_string = property(Get_error_string)
 
     def __reduce__(self):
         return type(self), (self.error_class, self.detail)

@@ -1,21 +1,27 @@
 """mpi4py's public names, and what the stand-in gives for one it does not cover.
 
-The names are those of mpi4py 4.1.2 (its ``MPI.pyi``: the module, and the classes a program
-meets). A name mpi4py has and the stand-in lacks is a ``NotCovered``: calling it, or using it
-as a value, raises NotImplementedError naming it -- never an AttributeError, which would read
-as the program's own bug. A name mpi4py lacks too is an AttributeError, as with mpi4py.
-``tests/test_mpi_names.py`` checks the lists against the installed mpi4py when there is one.
+The names are those of mpi4py 4.1.2 (its ``.pyi`` stubs): of ``mpi4py.MPI``, of the classes a
+program meets there, and of mpi4py's other public modules. A name mpi4py has and the stand-in
+lacks is a ``NotCovered``: calling it, or using it as a value, raises NotImplementedError
+naming it -- never an AttributeError, which would read as the program's own bug. That holds
+on a module (PEP 562's module ``__getattr__``), on an instance, and on the class itself
+(``MPI.Request.Waitany``: the classes' metaclass, ``Refusing``). A name mpi4py lacks too is
+an AttributeError, as with mpi4py. ``tests/test_mpi_names.py`` checks the lists against the
+installed mpi4py.
 """
 
 from __future__ import annotations
 
-# Why a family of names is not covered (the message says it).
+# Why a family of names is not covered (the message says it): the first part of a name's
+# dotted path found here.
 REASONS = {"Win": "one-sided communication", "File": "MPI-IO", "Open_port": "dynamic processes",
            "Lookup_name": "dynamic processes", "Publish_name": "dynamic processes",
            "Intercomm": "intercommunicators", "Cartcomm": "topologies",
            "Graphcomm": "topologies", "Distgraphcomm": "topologies", "Topocomm": "topologies",
            "Prequest": "persistent requests", "Grequest": "generalized requests",
-           "Message": "matched messages", "Session": "sessions"}
+           "Message": "matched messages", "Session": "sessions",
+           "futures": "MPI process pools", "pool": "MPI process pools",
+           "sync": "one-sided communication"}
 
 _NAMES = {
     "MPI": """
@@ -126,30 +132,62 @@ _NAMES = {
         Intersect Intersection Range_excl Range_incl Translate_ranks Union f2py free fromhandle
         fromint handle py2f rank size toint
     """,
+    "Exception": """
+        Get_error_class Get_error_code Get_error_string error_class error_code error_string
+    """,
+    # mpi4py's other public modules
+    "mpi4py": "MPI Rc get_config get_include profile rc",
+    "mpi4py.bench": "futures helloworld main pingpong ringtest",
+    "mpi4py.run": "main run_command_line set_abort_status",
+    "mpi4py.typing": """
+        Aint Bottom BufSpec BufSpecB BufSpecV BufSpecW Buffer Count Displ InPlace Offset S
+        SupportsBuffer SupportsCAI SupportsDLPack T TargetSpec TypeSpec U V
+    """,
+    "mpi4py.futures": """
+        ALL_COMPLETED BrokenExecutor CancelledError Executor FIRST_COMPLETED FIRST_EXCEPTION
+        Future InvalidStateError MPICommExecutor MPIPoolExecutor ProcessPoolExecutor
+        ThreadPoolExecutor TimeoutError as_completed collect compose get_comm_workers wait
+    """,
+    "mpi4py.futures.aplus": "ThenableFuture catch then",
+    "mpi4py.futures.pool": """
+        MPICommExecutor MPIPoolExecutor ProcessPoolExecutor ThreadPoolExecutor get_comm_workers
+    """,
+    "mpi4py.futures.server": "main",
+    "mpi4py.futures.util": "collect compose",
+    "mpi4py.util": "",
+    "mpi4py.util.dtlib": "from_numpy_dtype to_numpy_dtype",
+    "mpi4py.util.pkl5": """
+        ANY_SOURCE ANY_TAG Comm Intercomm Intracomm Message PROC_NULL Pickle ROOT Request Status
+        pickle
+    """,
+    "mpi4py.util.pool": "ApplyResult AsyncResult MapResult Pool ThreadPool",
+    "mpi4py.util.sync": "Condition Counter Mutex Semaphore Sequential",
 }
 NAMES = {owner: frozenset(text.split()) for owner, text in _NAMES.items()}
 
 
 class NotCovered:
-    """A name of mpi4py the stand-in does not cover: every use raises NotImplementedError."""
+    """A name of mpi4py the stand-in does not cover: every use raises NotImplementedError
+    naming it; a name read from it (``MPI.Win.Create``) is one too, named in full."""
 
     def __init__(self, qualname: str):
         object.__setattr__(self, "_qualname", qualname)
 
     def _refuse(self, *args, **kwargs):
         name = self._qualname
-        why = REASONS.get(name.rsplit(".", 1)[-1])
+        why = next((REASONS[part] for part in name.split(".") if part in REASONS), None)
         what = f"{name} ({why})" if why else name
         raise NotImplementedError(f"{what} is not covered by trtsim's MPI stand-in")
 
-    __call__ = _refuse
+    __call__ = __mro_entries__ = _refuse            # __mro_entries__: `class X(MPIPoolExecutor)`
     __bool__ = __int__ = __index__ = __float__ = __iter__ = __len__ = _refuse
     __getitem__ = __add__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __enter__ = __exit__ = _refuse                  # `with MPICommExecutor(...)`
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> "NotCovered":
         if name.startswith("__"):
             raise AttributeError(name)
-        self._refuse()
+        return NotCovered(f"{self._qualname}.{name}")
 
     def __setattr__(self, name: str, value) -> None:
         self._refuse()
@@ -159,9 +197,34 @@ class NotCovered:
 
 
 def not_covered(owner: str, name: str) -> NotCovered:
-    """What ``owner.name`` is when the stand-in lacks it (``owner``: ``MPI`` for the module,
-    or a class name); AttributeError for private names and names mpi4py lacks too."""
+    """What ``owner.name`` is when the stand-in lacks it (``owner``: ``MPI`` for the module
+    mpi4py.MPI, a class of it, or another module of mpi4py by its full name); AttributeError
+    for private names and names mpi4py lacks too."""
+    module = owner == "MPI" or owner.startswith("mpi4py")
     if name.startswith("_") or name not in NAMES.get(owner, ()):
-        where = "module 'mpi4py.MPI'" if owner == "MPI" else f"'{owner}' object"
+        where = f"module {'mpi4py.MPI' if owner == 'MPI' else owner!r}" if module \
+            else f"'{owner}' object"
         raise AttributeError(f"{where} has no attribute {name!r}")
-    return NotCovered(f"MPI.{name}" if owner == "MPI" else f"MPI.{owner}.{name}")
+    return NotCovered(f"{owner}.{name}" if module else f"MPI.{owner}.{name}")
+
+
+class Refusing(type):
+    """The metaclass of the stand-in's classes of ``mpi4py.MPI``: a name of mpi4py's class
+    that the stand-in's lacks, read from the class itself, is a ``NotCovered`` too."""
+
+    _mpi_names: str                                 # set by MPIObject and its subclasses
+
+    def __getattr__(cls, name: str) -> NotCovered:
+        if name.startswith("_"):                     # Python's and tools' own probes
+            raise AttributeError(name)
+        return not_covered(cls._mpi_names, name)
+
+
+class MPIObject(metaclass=Refusing):
+    """The base of the stand-in's classes of ``mpi4py.MPI``. ``_mpi_names``: the class of
+    mpi4py whose names it answers for (``NAMES``)."""
+
+    _mpi_names = ""
+
+    def __getattr__(self, name: str) -> NotCovered:
+        return not_covered(self._mpi_names, name)

@@ -14,6 +14,7 @@ probe is guarded as a receive, a non-blocking one is a local query that runs as 
 
 from __future__ import annotations
 
+import operator
 import pickle
 from typing import Any, Callable
 
@@ -55,7 +56,7 @@ class PointToPoint(CommCore):
     """Sends, receives and probes over the rank's Distributed (see ``mpi_comm.Intracomm``)."""
 
     def _peer(self, rank: int, what: str) -> int:
-        if rank in (ANY_SOURCE, PROC_NULL) or not isinstance(rank, int):
+        if rank in (ANY_SOURCE, PROC_NULL):
             raise NotImplementedError(f"MPI {what} with source/dest {rank!r} (ANY_SOURCE, "
                                       "PROC_NULL) is not covered by trtsim's stand-in")
         return self._comm.ranks[self._root(rank, what)]
@@ -65,9 +66,13 @@ class PointToPoint(CommCore):
         if tag == ANY_TAG:
             raise NotImplementedError(f"MPI {what} with ANY_TAG is not covered by trtsim's "
                                       "stand-in")
-        return TAG_BASE + tag
+        try:
+            return TAG_BASE + operator.index(tag)          # np.int32(3) too, as in mpi4py
+        except TypeError:
+            raise TypeError(f"MPI {what}: tag {tag!r} is not an integer") from None
 
     def _envelope(self, source: int, tag: int):
+        source, tag = operator.index(source), operator.index(tag)     # checked ints by now
         return lambda value: (source, tag, len(_wire_bytes(value)))
 
     # -- the two paths -------------------------------------------------------------------

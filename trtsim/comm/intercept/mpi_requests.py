@@ -13,41 +13,49 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from .mpi_datatypes import DATATYPES, Datatype
-from .mpi_names import not_covered
+from .mpi_names import MPIObject
 
 ANY_SOURCE, ANY_TAG, PROC_NULL, UNDEFINED = -1, -1, -2, -32766
 BYTE = DATATYPES["BYTE"]
 
 
-class Status:
+class Status(MPIObject):
     """Source, tag, error and size of a message (``MPI.Status()``; ``Status(other)`` copies)."""
 
+    _mpi_names = "Status"
+
     def __init__(self, status: "Status | None" = None):
-        self.source, self.tag, self.error = ANY_SOURCE, ANY_TAG, 0
-        self.nbytes, self.cancelled = 0, False
+        self._source, self._tag, self._error = ANY_SOURCE, ANY_TAG, 0
+        self.nbytes, self._cancelled = 0, False
         if status is not None:
             self.fill(status.source, status.tag, status.nbytes, status.error)
 
     def fill(self, source: int, tag: int, nbytes: int, error: int = 0) -> None:
-        self.source, self.tag, self.nbytes, self.error = source, tag, nbytes, error
+        self._source, self._tag, self.nbytes, self._error = source, tag, nbytes, error
 
     def Get_source(self) -> int:
-        return self.source
+        return self._source
 
     def Set_source(self, source: int) -> None:
-        self.source = source
+        self._source = source
+
+    source = property(Get_source, Set_source)
 
     def Get_tag(self) -> int:
-        return self.tag
+        return self._tag
 
     def Set_tag(self, tag: int) -> None:
-        self.tag = tag
+        self._tag = tag
+
+    tag = property(Get_tag, Set_tag)
 
     def Get_error(self) -> int:
-        return self.error
+        return self._error
 
     def Set_error(self, error: int) -> None:
-        self.error = error
+        self._error = error
+
+    error = property(Get_error, Set_error)
 
     def Get_count(self, datatype: Datatype = BYTE) -> int:
         size = datatype.Get_size()
@@ -61,22 +69,23 @@ class Status:
     count = property(Get_count, lambda self, n: self.Set_elements(BYTE, n))
 
     def Is_cancelled(self) -> bool:
-        return self.cancelled
+        return self._cancelled
 
     def Set_cancelled(self, flag: bool) -> None:
-        self.cancelled = bool(flag)
+        self._cancelled = bool(flag)
+
+    cancelled = property(Is_cancelled, Set_cancelled)
 
     def __repr__(self) -> str:
         return f"<MPI.Status source={self.source} tag={self.tag} count={self.nbytes}>"
 
-    def __getattr__(self, name: str):
-        return not_covered("Status", name)
 
-
-class Request:
+class Request(MPIObject):
     """A non-blocking send or receive. ``envelope`` gives a completed receive's (source,
     tag, bytes) from its value; ``after`` turns the value into the call's (a buffer receive
     writes the buffer and gives None); ``yield_turn`` lets the other ranks run."""
+
+    _mpi_names = "Request"
 
     def __init__(self, handle, envelope: Callable[[Any], tuple] | None = None,
                  after: Callable[[Any], Any] | None = None,
@@ -121,7 +130,12 @@ class Request:
 
     @staticmethod
     def waitall(requests, statuses=None) -> list:
-        statuses = statuses if statuses is not None else [None] * len(requests)
+        """Waits on every request. A statuses list shorter than the requests is extended
+        with new Statuses, as mpi4py does (a longer one keeps its extra entries)."""
+        requests = list(requests)
+        if statuses is None:
+            return [r.wait() for r in requests]
+        statuses.extend(Status() for _ in range(len(requests) - len(statuses)))
         return [r.wait(s) for r, s in zip(requests, statuses)]
 
     @staticmethod
@@ -143,6 +157,3 @@ class Request:
         self._spent = True
 
     free = Free
-
-    def __getattr__(self, name: str):
-        return not_covered("Request", name)

@@ -6,8 +6,10 @@ in its mpirun mode), so the script's every call is recorded and checked by the g
 only then runs as the real mpi4py call, with the script's own arguments and buffers.
 
 The guard's state lives where torchrun's does (``torchrun.StoreLedger``): a TCP store, which
-rank 0 serves and whose address it broadcasts with a real ``MPI.bcast`` -- the one MPI call
-trtsim makes itself, besides the barrier after every rank has its ledger row. Rank 0 runs
+rank 0 serves and whose address it broadcasts with a real ``MPI.bcast``. The store listens on
+the loopback interface only when every rank runs on rank 0's host (their host names, from a
+real ``MPI.allgather``), on every interface only when the job spans hosts. Those two and the
+barrier after every rank has its ledger row are the MPI calls trtsim makes itself. Rank 0 runs
 torchrun's deadlock monitor over the store, and the job's deadline. A report ends the job: the
 rank that finds it (a mismatch: the rank whose record differs; a deadlock or the deadline:
 rank 0) prints it and leaves with status 1 without finalising MPI, and mpirun ends the other
@@ -43,8 +45,10 @@ from . import call_log
 from .mpirun_exits import EXIT_REPORT, Deadline, fail, first_to_print, job_ending, leave, \
     script_traceback, stay
 from .rank_start import rank_distributed
+from .store import LOOPBACK, serve_store
 from .torchdist import Aborted, Reported, TorchTransport
 from .torchrun import StoreLedger, _Monitor
+
 
 @dataclass(frozen=True)
 class MpirunJob:
@@ -61,19 +65,26 @@ class MpirunJob:
             raise ValueError(f"script={self.script!r}: no such file")
 
 
-def _rendezvous(world, rank: int, timeout: float):
-    """The job's TCP store: rank 0 serves it; its address travels by a real MPI bcast."""
-    wait = timedelta(seconds=timeout + 30)
+def store_host(hostnames: list[str]) -> str:
+    """Where the job's store listens, given every rank's host name: the loopback interface
+    when they are one host (no other machine can reach the store and write into the job's
+    ledger), every interface when the job spans hosts."""
+    return LOOPBACK if len(set(hostnames)) == 1 else "0.0.0.0"
+
+
+def rendezvous(world, rank: int, timeout: float):
+    """The job's TCP store (real MPI calls on ``world``, every rank's part): rank 0 serves
+    it where ``store_host`` says; its address travels by a real MPI bcast."""
+    hostnames = world.allgather(socket.gethostname())
     if rank == 0:
-        store = torch.distributed.TCPStore("0.0.0.0", 0, world.Get_size(), True, wait,
-                                           wait_for_workers=False)
-        host = socket.gethostname()
-        world.bcast((host, store.port), root=0)
+        store = serve_store(world.Get_size(), timeout + 30, store_host(hostnames))
+        world.bcast((hostnames[0], store.port), root=0)
         return store
     host, port = world.bcast(None, root=0)
-    if host == socket.gethostname():
-        host = "127.0.0.1"
-    return torch.distributed.TCPStore(host, port, world.Get_size(), False, wait)
+    if host == hostnames[rank]:
+        host = LOOPBACK
+    return torch.distributed.TCPStore(host, port, world.Get_size(), False,
+                                      timedelta(seconds=timeout + 30))
 
 
 @contextlib.contextmanager
@@ -113,7 +124,7 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
               f"(--tp x --pp x --cp)", file=sys.stderr, flush=True)
         os._exit(2)
     logger = call_log.start(config, rank, places)
-    ledger = StoreLedger(_rendezvous(world, rank, config.timeout), rank, size,
+    ledger = StoreLedger(rendezvous(world, rank, config.timeout), rank, size,
                          prefix="trtsim-mpi")
     world.Barrier()                              # every ledger row exists before anyone reads
     found = []                                   # the report this rank found, if any
