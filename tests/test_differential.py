@@ -132,7 +132,9 @@ def test_fixed_programs_under_torchrun_agree_with_inproc(tmp_path, name):
                           "--nproc-per-node", "4", str(job), name], capture_output=True,
                          text=True, timeout=200, cwd=tmp_path)
     lines = [line.split(" ", 2) for line in out.stdout.splitlines() if line.startswith("VERDICT")]
-    assert lines, out.stderr[-3000:]
+    # every rank raises the verdict from launch: the one that found the report, the ones
+    # waiting in a collective or done, and one whose peer left after the report
+    assert sorted(int(rank) for _, rank, _ in lines) == [0, 1, 2, 3], out.stderr[-3000:]
     want = D.verdict(TORCHRUN_PROGRAMS[name], "inproc", TIMEOUT)
     for _, rank, got in lines:
         got = D.Verdict(**{k: tuple(v) if isinstance(v, list) else v

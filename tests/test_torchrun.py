@@ -80,7 +80,8 @@ def test_a_cross_communicator_hang_under_torchrun_names_both_groups(tmp_path):
     assert "likely: cross-group wait cycle" in report
 
 
-# A script that made its own default group before launching: trtsim uses it and leaves it.
+# A script that made its own default group before launching: trtsim uses it and leaves it,
+# and the environment it sets for the launch (SAFE_ENV) is put back as the script had it.
 OWN_GROUP_JOB = textwrap.dedent("""
     import os, sys
     sys.path.insert(0, {root!r})
@@ -90,9 +91,13 @@ OWN_GROUP_JOB = textwrap.dedent("""
 
     if __name__ == "__main__":
         tdist.init_process_group("gloo")
+        os.environ["NCCL_NVLS_ENABLE"] = "1"            # trtsim sets both for its launch
+        os.environ.pop("NVSHMEM_DISABLE_NVLS", None)
         res = trtsim.launch(programs.gathers, tp=2, pp=2, backend=sys.argv[1], timeout=60)
         print("RANK", os.environ["RANK"], "NOTES", res.notes[:2])
         print("RANK", os.environ["RANK"], "STILL", tdist.is_initialized())
+        print("RANK", os.environ["RANK"], "ENV", os.environ.get("NCCL_NVLS_ENABLE"),
+              os.environ.get("NVSHMEM_DISABLE_NVLS"))
         # the script's group is the script's to end: plain torch left with a live gloo group
         # at exit aborts about one run in two ("terminate called without an active exception")
         tdist.destroy_process_group()
@@ -103,6 +108,7 @@ def test_a_scripts_own_default_group_is_used_and_left_as_found(tmp_path):
     out = torchrun(tmp_path, "torchrun", OWN_GROUP_JOB)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.count("STILL True") == 4
+    assert out.stdout.count("ENV 1 None") == 4          # the environment as it was found
     assert "torchrun: asked for (backend='torchrun')" in out.stdout
     assert "the script's default group" in out.stdout
 

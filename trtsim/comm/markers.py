@@ -5,7 +5,8 @@ The marker is looked up by its module path and installed as a wrapper on its own
 or the module) for the length of the launch, then restored. Calls before the first entry are
 iteration 0; the n-th entry starts iteration n. Code that imported the function by name before
 the launch (``from mod import fn``) keeps the unwrapped one: name a method, or a function
-looked up through its module.
+looked up through its module. A module first imported during the launch that bound the wrapped
+function by name holds the unwrapped one after it (``scoped_install``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import sys
 
 from .current import current
-from .scoped_install import scoped
+from .scoped_install import Originals, scoped
 
 
 def resolve(spec: str):
@@ -88,7 +89,7 @@ def installed(spec: str | None):
     if spec is None:
         yield
         return
-    with scoped(f"iteration_marker:{spec}", lambda: _install(spec), _uninstall):
+    with scoped(f"iteration_marker:{spec}", lambda: _install(spec), _uninstall, _originals):
         yield
 
 
@@ -112,11 +113,19 @@ def _install(spec: str):
     setattr(owner, name, wrapped)
     for scope in namespaces[1:]:
         scope[name] = wrapped
-    return owner, name, raw, namespaces
+    return owner, name, raw, namespaces, wrapped
 
 
 def _uninstall(held) -> None:
-    owner, name, raw, namespaces = held
+    owner, name, raw, namespaces, _wrapped = held
     setattr(owner, name, raw)
     for scope in namespaces[1:]:
         scope[name] = raw
+
+
+def _originals(held) -> Originals:
+    """The wrapper -> the marker function, for modules that bound it by name meanwhile."""
+    _owner, _name, raw, _namespaces, wrapped = held
+    fn = getattr(wrapped, "__func__", wrapped)          # a staticmethod's, a classmethod's
+    real = getattr(raw, "__func__", raw)
+    return {id(fn): (fn, lambda _bound_as: real)}

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import functools
 from collections import defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
+from ..comm.errors import CollectiveError
 from ..comm.launcher import LaunchConfig, run_ranks
 from ..disagg.transceiver_config import DisaggPeers, TransceiverConfig
+from ..layout.parallel import ParallelLayout
 from ..layout.places import InstanceLayout
 from ..perf.census_fit import CensusCount, fit_rates
 from ..perf.iteration import HostCollectives
@@ -66,24 +68,61 @@ def _census_scenario(ctx: InstanceConfig, gen: InstanceConfig, inst: InstanceCon
                      "version": executor_version}})
 
 
+class CensusRunFailed(RuntimeError):
+    """The executor cannot run a perf scenario's layouts to count their control plane.
+    ``role`` (``ctx`` or ``gen``) is the instance at fault: the one whose layout the
+    executor's own checks refuse, or the one of the rank the run's report names first; None
+    when neither instance is at fault alone. ``reason`` is the failure's first line."""
+
+    def __init__(self, reason: str, role: str | None):
+        super().__init__(f"control-plane census run failed: {reason}")
+        self.reason, self.role = reason, role
+
+
+def failing_role(error: CollectiveError, roles: list[str]) -> str | None:
+    """The role of the rank a census run's report names first (``roles[r]``: global rank
+    r's), or None when it names none."""
+    return roles[error.ranks[0]] if error.ranks else None
+
+
+def _refused_role(ctx: InstanceConfig, gen: InstanceConfig, transceiver: TransceiverConfig,
+                  executor_version: str, requests: int, output_len: int) -> str | None:
+    """Which instance's layout the executor's checks refuse on its own: the census scenario
+    with that instance next to a one-rank peer (which every check accepts), the context one
+    first; None when each passes alone."""
+    one_rank = ParallelLayout()
+    alone = {"ctx": (ctx, replace(gen, layout=one_rank)),
+             "gen": (replace(ctx, layout=one_rank), gen)}
+    for role, (c, g) in alone.items():
+        try:
+            _census_scenario(c, g, c if role == "ctx" else g, transceiver, executor_version,
+                             requests, output_len)
+        except ScenarioError:
+            return role
+    return None
+
+
 def census_run(ctx: InstanceConfig, gen: InstanceConfig, transceiver: TransceiverConfig,
                executor_version: str, role: str, requests: int = 12, output_len: int = 16):
-    """Run both instances with ``role``'s loop and batch limit: (census, executor reports)."""
+    """Run both instances with ``role``'s loop and batch limit: (census, executor reports).
+    ``CensusRunFailed`` when the executor cannot run them."""
     inst = ctx if role == "ctx" else gen
     try:
         scen = _census_scenario(ctx, gen, inst, transceiver, executor_version, requests,
                                 output_len)
     except ScenarioError as exc:          # a layout the executor's own checks refuse
-        raise RuntimeError(f"control-plane census run failed: {str(exc).split(': ', 1)[-1]}") \
-            from None
+        raise CensusRunFailed(str(exc).split(": ", 1)[-1].splitlines()[0],
+                              _refused_role(ctx, gen, transceiver, executor_version, requests,
+                                            output_len)) from None
     dep = scen.deployment
     job = ServingJob(DisaggPeers("ctx", dep.ctx, "gen", dep.gen), scen.kv, scen.workload,
                      scen.executor, scen.transceiver, scen.seed)
     out = run_ranks([InstanceLayout("ctx", "ctx", dep.ctx), InstanceLayout("gen", "gen", dep.gen)],
                     serving_program, (job,), LaunchConfig("inproc", "strict", scen.seed))
-    if out.error is not None:
-        raise RuntimeError(f"control-plane census run failed: {out.error}")
     roles = ["ctx"] * dep.ctx.world_size + ["gen"] * dep.gen.world_size
+    if out.error is not None:
+        raise CensusRunFailed(str(out.error).splitlines()[0].removeprefix("RankFailed: "),
+                              failing_role(out.error, roles))
     return Census.from_ranks(out.census, roles), out.results
 
 

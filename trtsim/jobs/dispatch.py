@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import re
-
 from ..scenario.functional import Scenario
 from ..scenario.registry import load_any
 from ..scenario.schema import ScenarioError
 from ..postmortem.replay import Replay
+from .control_plane import CensusRunFailed
 from .perf_run import PerfResult, run_perf
 from .replay_job import ReplayResult, run_replay
 from .run import RunResult, run
-
-_CENSUS_FAILED = "control-plane census run failed"
 
 
 def run_any(source, overrides: dict | None = None, progress=None,
@@ -31,21 +28,17 @@ def run_any(source, overrides: dict | None = None, progress=None,
                             "on the inproc backend)")
     try:
         return run_perf(scenario)
-    except RuntimeError as exc:
-        if not str(exc).startswith(_CENSUS_FAILED):
-            raise
-        raise ScenarioError(census_failure(scenario, str(exc))) from None
+    except CensusRunFailed as exc:
+        raise ScenarioError(census_failure(scenario, exc)) from None
 
 
-def census_failure(scenario, text: str) -> str:
+def census_failure(scenario, failure: CensusRunFailed) -> str:
     """One line for a perf layout the executor cannot run to count its control plane: the
-    file, the instance section and its layout, and the first line of the rank's error."""
-    reason = text[len(_CENSUS_FAILED):].lstrip(": ").splitlines()[0]
-    reason = reason.removeprefix("RankFailed: ")
-    role = next(iter(re.findall(r"\b(ctx|gen) (?:rank|instance)\b", reason)), None)
-    if role is None:
-        return f"{scenario.source}: ctx, gen: the executor cannot run these layouts ({reason})"
-    lay = getattr(scenario.config, role).layout
+    file, the instance section at fault and its layout, and the failure's first line."""
+    if failure.role is None:
+        return (f"{scenario.source}: ctx, gen: the executor cannot run these layouts "
+                f"({failure.reason})")
+    lay = getattr(scenario.config, failure.role).layout
     layout = f"tp={lay.tp_size} pp={lay.pp_size} attention_dp={lay.enable_attention_dp}"
-    return (f"{scenario.source}: {role}: {layout}: the executor cannot run this layout to "
-            f"count its control plane ({reason})")
+    return (f"{scenario.source}: {failure.role}: {layout}: the executor cannot run this layout "
+            f"to count its control plane ({failure.reason})")

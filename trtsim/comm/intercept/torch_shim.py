@@ -5,11 +5,13 @@ The names of the ``torch.distributed`` package (and the functional collectives o
 internals (``torch.distributed.distributed_c10d``) keep the real functions, so trtsim's own
 process-backend traffic and torch's object collectives underneath run unguarded. The install
 is counted (``scoped_install``): launches in several threads share it, and every stand-in
-calls the real function when no rank runs it (outside a launch, or in a thread of no rank),
-so a module that bound a stand-in by name during a launch holds a harmless one after it.
-Code that bound a function by name before the launch (``from torch.distributed import
-all_reduce`` at import) keeps the real one on the inproc backend; process-backend ranks
-import the rank program after the install, so they get the guarded ones.
+calls the real function when no rank runs it (outside a launch, or in a thread of no rank).
+A module first imported during a launch that bound a stand-in by name (``from
+torch.distributed import all_reduce`` run inside a rank) holds the real function again once
+the last launch ends (``scoped_install.rebind_late_imports``). Code that bound a function by
+name before the launch keeps the real one on the inproc backend (``inproc.rank_local`` gives
+the ranks of the modules it names the stand-ins); process-backend ranks import the rank
+program after the install, so they get the guarded ones.
 
 Not covered (each raises ``NotImplementedError`` naming itself): ``split_group``,
 ``shrink_group``; custom communicators (NCCL bindings, custom all-reduce)
@@ -18,13 +20,15 @@ bypass torch.distributed and are not seen at all.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
+from typing import Iterator, NamedTuple
 
 import torch.distributed as tdist
 
 from ..current import current
-from ..scoped_install import current as current_install, scoped
+from ..scoped_install import Originals, current as current_install, scoped
 from .torch_calls import make_collective_functions
 from .torch_funcol import FUNCOL, make_funcol_functions
 from .torch_groups import make_group_functions
@@ -62,7 +66,18 @@ def shims(real) -> dict:
     return {name: _in_ranks_only(fn, getattr(real, name, None)) for name, fn in out.items()}
 
 
-def _install():
+class _Held(NamedTuple):
+    """The install: the real functions, and what replaced them where."""
+
+    real: types.SimpleNamespace            # every public name of torch.distributed, as found
+    saved: dict                            # name -> the real object
+    replacement: dict                      # name -> its stand-in in torch.distributed
+    funcol: types.ModuleType
+    saved_funcol: dict                     # name -> the real functional collective
+    funcol_shims: dict                     # name -> its stand-in there
+
+
+def _install() -> _Held:
     import torch.distributed._functional_collectives as funcol
     names = [n for n in dir(tdist) if not n.startswith("_")]
     saved = {n: getattr(tdist, n) for n in names}
@@ -77,15 +92,26 @@ def _install():
         setattr(tdist, name, fn)
     for name, fn in funcol_shims.items():
         setattr(funcol, name, fn)
-    return real, saved, replacement, funcol, saved_funcol
+    return _Held(real, saved, replacement, funcol, saved_funcol, funcol_shims)
 
 
-def _uninstall(held) -> None:
-    real, saved, replacement, funcol, saved_funcol = held
-    for name in replacement:
-        setattr(tdist, name, saved[name])
-    for name, fn in saved_funcol.items():
-        setattr(funcol, name, fn)
+def _uninstall(held: _Held) -> None:
+    for name in held.replacement:
+        setattr(tdist, name, held.saved[name])
+    for name, fn in held.saved_funcol.items():
+        setattr(held.funcol, name, fn)
+
+
+def _originals(held: _Held) -> Originals:
+    """id(stand-in) -> (stand-in, its real function): what a module imported during the
+    install gets back in place of a stand-in it bound."""
+    pairs = [(fn, held.saved[n]) for n, fn in held.replacement.items()]
+    pairs += [(fn, held.saved_funcol[n]) for n, fn in held.funcol_shims.items()]
+    return {id(fn): (fn, functools.partial(_same, real)) for fn, real in pairs if fn is not real}
+
+
+def _same(value, _bound_as: str):
+    return value
 
 
 def standins() -> dict[int, object]:
@@ -94,20 +120,17 @@ def standins() -> dict[int, object]:
     held = current_install("torch.distributed")
     if held is None:
         return {}
-    _real, saved, replacement, funcol, saved_funcol = held
-    out = {id(saved[n]): fn for n, fn in replacement.items() if callable(saved[n])}
-    out.update({id(fn): getattr(funcol, n) for n, fn in saved_funcol.items()})
+    out = {id(held.saved[n]): fn for n, fn in held.replacement.items()
+           if callable(held.saved[n])}
+    out.update({id(held.saved_funcol[n]): fn for n, fn in held.funcol_shims.items()})
     return out
 
 
-def installed():
+@contextlib.contextmanager
+def installed() -> Iterator[types.SimpleNamespace]:
     """torch.distributed's names replaced by the guarded stand-ins inside the block (counted:
     launches in several threads share one install); yields the namespace of the real
-    functions."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def block():
-        with scoped("torch.distributed", _install, _uninstall) as held:
-            yield held[0]
-    return block()
+    functions. Modules imported inside the block hold the real functions after the last
+    holder leaves."""
+    with scoped("torch.distributed", _install, _uninstall, _originals) as held:
+        yield held.real

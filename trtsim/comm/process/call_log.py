@@ -12,9 +12,16 @@ writes the log when the timeout passes. ``close`` (in the main thread) restores 
 and the wakeup descriptor it found. A launch from another thread than the main one gets no
 SIGTERM write (Python allows signal handlers in the main thread only).
 
+Every write holds one lock, and every way this process ends on its own -- ``end_process``
+(``os._exit``) and the SIGTERM end -- takes it first and keeps it: a write in flight in another
+thread (the main thread's last write while the deadlock monitor ends the rank) finishes before
+the process ends, and none starts after. ``os._exit`` in the middle of a write would leave its
+temporary file behind and the log as it was before.
+
 What the log says comes from two places: the transport (every call the rank entered, in
 order, non-blocking ones included) and the ledger (whether the rank is blocked in a call,
-which calls returned, its pending sends and iteration: what the deadlock monitor reads).
+which calls returned, its pending sends and iteration: what the deadlock monitor reads);
+``logged`` wraps both to tell the log.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import select
 import signal
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, NoReturn
 
 from ..calllog import CALL_LOG_FORMAT, CALL_LOG_SIZE, CALL_LOG_VERSION, FIELDS, encode_call, \
     log_name
@@ -35,6 +42,14 @@ from ..guard.waitfor import BLOCKED, FAILED, RUNNING
 from ..launch_stamp import LaunchStamp
 from ..records import CallRecord
 from ...safe_write import atomic_writer
+from .logged import LoggedLedger, LoggedTransport, logged_ledger
+
+if TYPE_CHECKING:
+    from ...layout.places import RankPlace
+    from ..launcher import LaunchConfig
+
+__all__ = ["CallLogger", "LoggedLedger", "LoggedTransport", "end_process", "logged_ledger",
+           "start"]
 
 _TERM = signal.SIGTERM
 
@@ -52,6 +67,7 @@ class CallLogger:
         self.failure, self.traceback = "", ""
         self._lock = threading.Lock()
         self._ending = threading.Lock()          # one writer of the last log
+        self._writing = threading.Lock()         # one write at a time; held by the end
         self._closed = False
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
@@ -110,9 +126,25 @@ class CallLogger:
 
     def write(self, written_on: str) -> None:
         """Write the log atomically (a reader never sees half a file; a planted link is
-        never followed): through the one safe writer, from any thread."""
+        never followed): through the one safe writer, from any thread, one at a time."""
+        with self._writing:
+            self._write(written_on)
+
+    def _write(self, written_on: str) -> None:
         with atomic_writer(self.path) as f:
             json.dump(self.document(written_on), f, separators=(",", ":"), default=str)
+
+    def end_process(self, code: int, written_on: str | None = None) -> NoReturn:
+        """End the process now (``os._exit(code)``), once a write in flight in another thread
+        is done; with ``written_on``, after writing the log. No write starts after."""
+        self._writing.acquire()                  # never released: the process ends holding it
+        try:
+            if written_on is not None:
+                self._write(written_on)
+        except OSError:
+            pass                                 # ending anyway; the last log stays
+        finally:
+            os._exit(code)
 
     def close(self, status: str, failure: str = "", traceback: str = "") -> None:
         """The rank leaves: write the log, stop watching, give SIGTERM back. A rank stopped
@@ -139,11 +171,12 @@ class CallLogger:
         threading.Thread(target=self._end, daemon=True).start()
 
     def _end(self) -> None:
-        """Write the log (unless ``close`` just did), then end as SIGTERM would have."""
-        with self._ending:
+        """Write the log (unless ``close`` just did), then end as SIGTERM would have --
+        holding the write lock, as ``end_process`` does."""
+        with self._ending, self._writing:        # the process ends holding both
             if not self._closed:
                 try:
-                    self.write("signal")
+                    self._write("signal")
                 except OSError:
                     pass
             libc = ctypes.CDLL(None, use_errno=True)
@@ -171,77 +204,13 @@ class CallLogger:
                 return
 
 
-class LoggedLedger:
-    """The rank's ledger, telling the logger what the monitor learns (the ledger methods
-    that change a rank's state; the others pass through). ``post`` keeps the ledger's
-    contract: it returns the record's match hash, which the transport compares with its
-    peers' to skip reading their records (the fast path)."""
-
-    def __init__(self, ledger, logger: CallLogger):
-        self._ledger, self._logger = ledger, logger
-
-    def post(self, r: int, rec: CallRecord) -> bytes:
-        self._logger.posted(rec)
-        return self._ledger.post(r, rec)
-
-    def set_status(self, r: int, status: str) -> None:
-        self._logger.set_status(status)
-        self._ledger.set_status(r, status)
-
-    def set_iteration(self, r: int, iteration: int) -> None:
-        self._logger.iteration = iteration
-        self._ledger.set_iteration(r, iteration)
-
-    def set_pending_sends(self, r: int, sends) -> None:
-        self._logger.pending = tuple(tuple(s) for s in sends)
-        self._ledger.set_pending_sends(r, sends)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._ledger, name)
-
-
-def logged_ledger(ledger, logger: CallLogger | None):
-    """The ledger a rank's transport is built with: ``ledger`` itself, or, when the rank
-    keeps a call log, ``ledger`` telling the log what it learns. (Built in, not patched in
-    afterwards: a wrapper swapped into a built transport is how a ``post`` that lost its
-    return value went unnoticed.)"""
-    return ledger if logger is None else LoggedLedger(ledger, logger)
-
-
-class LoggedTransport:
-    """A rank's transport whose calls go into its call log first (the Transport methods of
-    ``comm.distributed``; everything else passes through). It wraps the transport and
-    changes nothing in it; the blocked/returned state comes from the ledger the transport
-    was built with (``logged_ledger``)."""
-
-    def __init__(self, transport, logger: CallLogger):
-        self._transport, self._logger = transport, logger
-
-    def _through(self, method, rec: CallRecord, *args):
-        entry = self._logger.entered(rec)
-        result = method(rec, *args)
-        self._logger.returned(entry)
-        return result
-
-    def collective(self, rec, payload, run=None):
-        return self._through(self._transport.collective, rec, payload, run)
-
-    def send(self, rec, payload, blocking, run=None):
-        return self._through(self._transport.send, rec, payload, blocking, run)
-
-    def recv(self, rec, buffer, blocking=True, run=None):
-        return self._through(self._transport.recv, rec, buffer, blocking, run)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
-def start(config, rank: int, places) -> CallLogger | None:
+def start(config: LaunchConfig, rank: int, places: list[RankPlace]) -> CallLogger | None:
     """The rank's call logger when the launch has a ``log_dir`` (else None); made in the
     rank's main thread, it also writes the log when SIGTERM ends the rank."""
-    if not getattr(config, "log_dir", None):
+    log_dir = config.log_dir
+    if not log_dir:
         return None
-    os.makedirs(config.log_dir, exist_ok=True)
+    os.makedirs(log_dir, exist_ok=True)
     layout, seen = [], set()
     for p in places:
         if p.instance not in seen:
@@ -253,5 +222,14 @@ def start(config, rank: int, places) -> CallLogger | None:
     header = {"format": CALL_LOG_FORMAT, "version": CALL_LOG_VERSION, "rank": rank,
               "name": places[rank].name, "world_size": len(places), "layout": layout,
               "launch": stamp.id, "started_ns": stamp.started_ns}
-    return CallLogger(os.path.join(config.log_dir, log_name(rank, stamp.id)), header,
+    return CallLogger(os.path.join(log_dir, log_name(rank, stamp.id)), header,
                       config.timeout)
+
+
+def end_process(logger: CallLogger | None, code: int, written_on: str | None = None
+                ) -> NoReturn:
+    """End the process with status ``code``: through the rank's call log when it keeps one
+    (``CallLogger.end_process``: a write in flight finishes first), else at once."""
+    if logger is not None:
+        logger.end_process(code, written_on)
+    os._exit(code)

@@ -1,12 +1,16 @@
 """The ledger contract: what a process rank's transport and the deadlock monitor need from a
 call ledger, whichever one backs it.
 
-Three ledgers honour it: ``ledger.Ledger`` (shared memory, one host), ``torchrun.StoreLedger``
-(the c10d store, across nodes) and ``call_log``'s logging wrapper over either. The transport
-trusts ``post``'s return value: it is the match hash of the record, compared with each peer's
-published hash to take the fast path (equal hashes: no record is read back). A ledger whose
-``post`` returned nothing would turn that path off silently and make every call unpickle its
-peers' records, so the contract is written down here and checked by the type checker.
+Three ledgers honour it: ``ledger.Ledger`` (shared memory, one host), ``store_ledger.StoreLedger``
+(the c10d store, across nodes) and ``logged.LoggedLedger``, the call log's wrapper over either.
+The transport trusts ``post``'s return value: it is the match hash of the record, compared
+with each peer's published hash to take the fast path (equal hashes: no record is read back).
+A ledger whose ``post`` returned nothing would turn that path off silently and make every call
+unpickle its peers' records, so the contract is written down here and checked by the type
+checker (mypy, ``setup.cfg``) wherever a ledger is handed on: every rank's start-up
+(``rank_start.start_rank``, mpirun's) passes its ledger as a ``RankLedger`` through
+``logged.logged_ledger`` to ``TorchTransport``, and these are annotated, so their bodies are
+checked, and the wrapper writes every method out (no forwarding by name lookup).
 """
 
 from __future__ import annotations

@@ -2,12 +2,13 @@
 first rank that found it, which then leaves with status 1 without finalising MPI -- mpirun
 then ends the others, which wait for that (leaving first could end the job before the report
 is out); a failing script prints its own traceback; rank 0's deadline reports a job that ran
-too long. Every way out writes the rank's call log first.
+too long. Every way out writes the rank's call log first, and ends the process through it
+(``call_log.end_process``): a write in flight in another thread -- the main thread's, while
+rank 0's monitor ends the rank -- finishes first.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -16,6 +17,7 @@ import traceback
 import torch
 
 from ..guard.waitfor import FAILED, timeout_error
+from .call_log import end_process
 from .torchrun import StoreLedger
 
 EXIT_REPORT = 1
@@ -50,9 +52,7 @@ class Deadline:
 def leave(report: str, logger, written_on: str = "exit") -> None:
     """Print the report, write the call log, end this rank now: mpirun ends the others."""
     print(report, file=sys.stderr, flush=True)
-    if logger is not None:
-        logger.write(written_on)
-    os._exit(EXIT_REPORT)
+    end_process(logger, EXIT_REPORT, written_on)
 
 
 def stay(logger, seconds: float) -> None:
@@ -61,7 +61,7 @@ def stay(logger, seconds: float) -> None:
     if logger is not None:
         logger.write("exit")             # (close() is the main thread's: this may be another)
     time.sleep(seconds)
-    os._exit(EXIT_REPORT)
+    end_process(logger, EXIT_REPORT)
 
 
 def first_to_print(ledger: StoreLedger) -> bool:
@@ -99,4 +99,4 @@ def fail(ledger, rank: int, logger, failure: str, tb: str, code) -> None:
         print(tb, file=sys.stderr, end="", flush=True)
     if logger is not None:
         logger.close(FAILED, failure, tb)
-    os._exit(code if isinstance(code, int) else EXIT_REPORT)
+    end_process(logger, code if isinstance(code, int) else EXIT_REPORT)

@@ -6,7 +6,11 @@ p2p objects use two tags per user tag (size, then bytes). Tensors use the same t
 fixed-size header with the sender's clock and record on the first, the data on the second.
 The receiver reads the header first and asks the guard's p2p rule (``rules.check_message``)
 whether its buffer fits before it takes the data, as the inproc mailbox does: gloo would
-fill part of a larger buffer and say nothing.
+fill part of a larger buffer and say nothing (and abort the process on a smaller one).
+
+An intercepted message (the program's own ``torch.distributed.send``/``recv``, run as it is)
+carries no header, so its two records meet in the rendezvous store instead
+(``MessageRecords``), and the same rule judges them before the receive takes any data.
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ import torch
 
 from ..errors import CollectiveMismatch
 from ..guard.rules import check_message
+from ..ops import Op
 from ..records import CallRecord
 from ..torch_collectives import TorchGroup, collective, obj_bytes, obj_from, tdist
 
-__all__ = ["TorchGroup", "collective", "tdist", "send", "PendingRecv", "HEADER_BYTES"]
+__all__ = ["TorchGroup", "collective", "tdist", "send", "PendingRecv", "HEADER_BYTES",
+           "MessageRecords"]
 
 
 class _Works:
@@ -150,3 +156,32 @@ class PendingRecv:
             self._work.wait()
             self._advance()
         return self._value
+
+
+class MessageRecords:
+    """Where the two records of an intercepted tensor message meet: the launch's rendezvous
+    store, one key per message (its channel and sequence). Each side puts its record there
+    with one compare-and-set before its real call; the side that comes second gets the
+    first's record back, judges the pair with the guard's p2p rule and removes the key. So
+    exactly one side judges each message, before its own real call: a receive that does not
+    fit is reported before it takes any data (the judge that is the sender never sends; the
+    judge that is the receiver never posts its receive). Object messages are not put here:
+    the rule lets any object through."""
+
+    def __init__(self, store, prefix: str = "trtsim/msg"):
+        self.store, self.prefix = store, prefix
+
+    def meet(self, rec: CallRecord) -> CollectiveMismatch | None:
+        """Put ``rec`` (a tensor send or receive) where its other side meets it; the
+        mismatch when that side came first and the pair breaks the p2p rule, else None
+        (also when this side is first: the other one judges)."""
+        src, dst = rec.group_ranks
+        key = f"{self.prefix}/{src}/{dst}/{rec.tag}/{rec.seq}"
+        mine = pickle.dumps(rec, protocol=pickle.HIGHEST_PROTOCOL)
+        there = self.store.compare_set(key, "", mine)
+        if there == mine:
+            return None
+        self.store.delete_key(key)
+        other: CallRecord = pickle.loads(there)
+        sent, received = (rec, other) if Op.of(rec.op).sends else (other, rec)
+        return check_message(sent, received)

@@ -24,7 +24,7 @@ import os
 import pickle
 import time
 from datetime import timedelta
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.distributed as tdist
@@ -40,10 +40,13 @@ from ..records import CallRecord
 from ..origin import program_traceback
 from ..semantics import nbytes
 from . import call_log, lifeline, rank_group, torch_ops
-from .rank_start import rank_distributed, run_program
+from .rank_start import GroupPlan, build_groups, join_default_group, run_program, start_rank
 from .culprit import is_peer_loss
 from .ledger import Ledger
 from .ledger_contract import RankLedger
+
+if TYPE_CHECKING:
+    from ..launcher import LaunchConfig
 
 # Environment every rank runs under: NVLink multicast stays off (it can take a shared host's
 # GPUs out of service), and NCCL waits no longer than the launch.
@@ -63,15 +66,20 @@ class TorchTransport:
     """One rank's guarded path to torch.distributed (the Transport of its Distributed).
 
     ``run`` (an intercepted API's real call) replaces trtsim's own collective or message:
-    the guard's check comes first either way."""
+    the guard's check comes first either way. An intercepted tensor message is judged by
+    the p2p rule through ``messages`` (its records meet there: it carries no header); a
+    transport without (mpirun's: MPI's messages are objects, which the rule lets through)
+    judges trtsim's own messages only."""
 
     runs_real_calls = True
 
     def __init__(self, rank: int, ledger: RankLedger, groups: dict[str, torch_ops.TorchGroup],
                  policy: GuardPolicy, device: torch.device,
-                 report: Callable[[CollectiveError], None], clock_model: ClockModel | None = None):
+                 report: Callable[[CollectiveError], None], clock_model: ClockModel | None = None,
+                 messages: torch_ops.MessageRecords | None = None):
         self.rank, self.ledger, self.groups = rank, ledger, groups
         self.policy, self.device, self.report = policy, device, report
+        self.messages = messages
         self.clock = RankClock()
         self.clock_model = clock_model or ClockModel()
         self.log: list[CallRecord] = []   # this rank's collectives, for the launcher's lockstep
@@ -98,9 +106,10 @@ class TorchTransport:
         self.log.append(rec)
         return result
 
-    def send(self, rec: CallRecord, payload: Any, blocking: bool, run=None):
+    def send(self, rec: CallRecord, payload: Any, blocking: bool, run=None) -> Any:
         self._check_abort()
         if run is not None:
+            self._judge_message(rec)
             if blocking:
                 return self._blocked(rec, run)
             works = run()
@@ -124,11 +133,20 @@ class TorchTransport:
         self._check_abort()
         self._publish_pending()
         if run is not None:
+            self._judge_message(rec)
             return self._blocked(rec, run) if blocking else _RealRecv(self, rec, run())
         pending = torch_ops.PendingRecv(*rec.route, buffer, self._stage_p2p(), rec,
                                         self._reject)
         handle = _RecvHandle(self, rec, pending)
         return handle.wait() if blocking else handle
+
+    def _judge_message(self, rec: CallRecord) -> None:
+        """The p2p rule for an intercepted message, before its real call: a tensor's two
+        records meet in ``messages``, and the side that comes second judges the pair."""
+        if self.messages is not None and Op.of(rec.op).tensor:
+            err = self.messages.meet(rec)
+            if err is not None:
+                self._reject(err)
 
     def _blocked(self, rec: CallRecord, run) -> Any:
         """Run a real blocking call, visibly blocked in ``rec`` for the monitor."""
@@ -285,25 +303,9 @@ class _RealRecv:
         return self._transport._blocked(self._rec, self._works.wait)
 
 
-def build_groups(group_table: dict, pg_backend: str,
-                 stage_cuda: bool) -> dict[str, torch_ops.TorchGroup]:
-    """Create every group of every instance (all ranks call new_group in the same order) and
-    return this rank's groups by kind. Host objects always get a gloo communicator."""
-    me = tdist.get_rank()
-    separate_obj = pg_backend != "gloo"
-    mine: dict[str, torch_ops.TorchGroup] = {}
-    for (_instance, kind), groups in sorted(group_table.items()):
-        for ranks in groups:
-            tensor_pg = tdist.new_group(list(ranks))
-            obj_pg = tdist.new_group(list(ranks), backend="gloo") if separate_obj else tensor_pg
-            if me in ranks:
-                mine[kind] = torch_ops.TorchGroup(ranks, obj_pg, tensor_pg, stage_cuda)
-    return mine
-
-
 def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blob: bytes,
-              args_blob: bytes, config, plan: dict, store_addr: tuple, ledger_name: str, queue,
-              wakeups: list, server: int | None = None) -> None:
+              args_blob: bytes, config: LaunchConfig, plan: dict, store_addr: tuple,
+              ledger_name: str, queue, wakeups: list, server: int | None = None) -> None:
     """Entry point of one spawned rank process (``server``: the fork server's pid, its
     parent, whose exit must end it: see ``lifeline``)."""
     rank_group.lead_own_group()          # first: whatever the rank starts is in its group
@@ -321,23 +323,15 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
     timeout = config.timeout
     status = FAILED
     try:
-        device = torch.device(plan["devices"][rank])
-        if device.type == "cuda":
-            torch.cuda.set_device(device)
+        group_plan = GroupPlan(plan["pg_backend"], torch.device(plan["devices"][rank]),
+                               plan["stage_cuda"])
         store = tdist.TCPStore(store_addr[0], store_addr[1], len(places), False,
                                timeout=timedelta(seconds=timeout + 30))
-        tdist.init_process_group(plan["pg_backend"], store=store, rank=rank,
-                                 world_size=len(places),
-                                 timeout=timedelta(seconds=timeout + 30))
-        groups = build_groups(group_table, plan["pg_backend"], plan["stage_cuda"])
-        # Group creation may finish at different times; nobody starts (or finishes and
-        # leaves) before every communicator is connected.
-        tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
-        transport = TorchTransport(rank, call_log.logged_ledger(ledger, logger), groups,
-                                   config.policy, device,
-                                   lambda err: queue.put(("report", rank, pickle.dumps(err))),
-                                   config.clock_model)
-        dist = rank_distributed(places[rank], transport, logger, config)
+        join_default_group(group_plan, timeout, store, rank, len(places))
+        groups = build_groups(group_table, group_plan.backend, group_plan.stage_cuda)
+        started = start_rank(rank, places, groups, group_plan, ledger, logger, config,
+                             lambda err: queue.put(("report", rank, pickle.dumps(err))))
+        transport, dist = started.transport, started.dist
         # Everything built so far (torch, trtsim, the groups) lives as long as the rank: in
         # the permanent generation, the collections that the guard's per-call allocations
         # trigger scan only what the program makes. No collection first: it would touch

@@ -4,158 +4,47 @@
 MASTER_ADDR/PORT set) runs the rank program for this process's rank only, on a process group
 initialised from ``env://``; the same program runs unchanged on one machine and across nodes.
 There is no launcher-owned shared memory across nodes, so the call ledger lives in the
-rendezvous store (one key per rank and group kind, plus one for the rank's state). The guard's
-comparisons are the same; rank 0 runs the deadlock monitor on the store's view. A report is
-raised in the rank that finds it (and printed); a deadlock makes rank 0 print the report and
-exit with status 1, which torchrun turns into the end of every rank.
+rendezvous store (``store_ledger``). The guard's
+comparisons are the same; rank 0 runs the deadlock monitor on the store's view.
+
+How a launch ends on a report. The rank that finds a mismatch, or rank 0's monitor that finds
+a deadlock (and prints it), posts the report in the store; every rank whose main thread is
+in one of trtsim's own waits sees it there and raises it from ``launch`` -- a rank that is
+done included: it waits in the store for every rank to be done before the results' gather,
+a real call that no report would reach. A rank stuck inside a real call (the program's own,
+intercepted, or a receive) cannot raise: each rank's watch thread ends such a process
+(status 1) once the report has been posted for ``GRACE_S``, and torchrun then ends the
+job. A rank that fails with a peer's lost connection after a report raises the report.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import pickle
 import sys
 import threading
-import time
-from datetime import timedelta
+from typing import TYPE_CHECKING, Any, Callable
 
-from typing import Any
-
-import numpy as np
 import torch
 import torch.distributed as tdist
 
-from ..errors import CollectiveError
-from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
+from ...layout.places import RankPlace
+from ..guard.waitfor import DONE, FAILED
 from ..outcome import LaunchOutcome
 from ..origin import program_traceback
-from ..records import CallRecord
-from .ledger import STATUS_CODES, STATUS_NAMES, comm_key
-from .record_codec import match_hash
+from .culprit import is_peer_loss
 from . import call_log
-from .rank_start import rank_distributed, run_program
+from .rank_start import GroupPlan, build_groups, join_default_group, run_program, start_rank
 from .monitor import DeadlockMonitor
-from .torchdist import SAFE_ENV, Aborted, Reported, TorchTransport, build_groups
+from .store_ledger import StoreLedger
+from .torch_ops import TorchGroup
+from .torchdist import SAFE_ENV, Aborted, Reported
+
+if TYPE_CHECKING:
+    from ..launcher import LaunchConfig
 
 
-class StoreLedger:
-    """The ledger interface of ``ledger.Ledger`` over a c10d store (works across nodes)."""
-
-    def __init__(self, store, rank: int, num_ranks: int, prefix: str = "trtsim"):
-        self.store, self.rank, self.num_ranks, self.prefix = store, rank, num_ranks, prefix
-        # status, version, iteration, pending sends
-        self._state: list[Any] = [STATUS_CODES[RUNNING], 0, 0, ()]
-        self._comms: list[int] = []                        # this rank's communicators, in use
-        store.set(self._comms_key(rank), pickle.dumps([]))
-        self._publish()
-
-    def _slot_key(self, r: int, key: int) -> str:
-        return f"{self.prefix}/slot/{r}/{key}"
-
-    def _comms_key(self, r: int) -> str:
-        return f"{self.prefix}/comms/{r}"
-
-    def _state_key(self, r: int) -> str:
-        return f"{self.prefix}/state/{r}"
-
-    def _publish(self) -> None:
-        self._state[1] += 1
-        self.store.set(self._state_key(self.rank), pickle.dumps(tuple(self._state)))
-
-    # -- rank side -----------------------------------------------------------------------
-    def post(self, r: int, rec: CallRecord) -> bytes:
-        """Publish ``rec`` as rank r's current call; its match hash (``Ledger.post``'s
-        contract: the transport compares it with its peers')."""
-        digest = match_hash(rec)
-        if not rec.is_p2p:
-            key = comm_key(rec)
-            self.store.set(f"{self.prefix}/clk/{r}/{key}/{rec.seq % 64}", repr(rec.clock))
-            self.store.set(self._slot_key(r, key), pickle.dumps((rec.seq, digest, rec)))
-            if key not in self._comms:
-                self._comms.append(key)
-                self.store.set(self._comms_key(r), pickle.dumps(self._comms))
-        self.store.set(f"{self.prefix}/call/{r}", pickle.dumps(rec))
-        self._state[0] = STATUS_CODES[BLOCKED]
-        self._publish()
-        return digest
-
-    def set_status(self, r: int, status: str) -> None:
-        self._state[0] = STATUS_CODES[status]
-        self._publish()
-
-    def set_ready(self, r: int, pid: int) -> None:
-        self.set_status(r, RUNNING)
-
-    def set_iteration(self, r: int, iteration: int) -> None:
-        self._state[2] = iteration
-        self._publish()
-
-    def set_pending_sends(self, r: int, sends: list[tuple[int, int]]) -> None:
-        self._state[3] = tuple(sends)
-        self._publish()
-
-    def notify(self, ranks: list[int]) -> None:
-        pass   # store writes are seen by the next read; waiting ranks poll
-
-    def wait_for_post(self, r: int, timeout: float) -> None:
-        time.sleep(min(timeout, 5e-4))
-
-    # -- readers -------------------------------------------------------------------------
-    def _slot(self, r: int, key: int) -> tuple:
-        name = self._slot_key(r, key)
-        if not self.store.check([name]):          # never called there: get() would wait
-            return 0, b"", None
-        return pickle.loads(self.store.get(name))
-
-    def read_seq_hash(self, r: int, rec: CallRecord) -> tuple[int, bytes]:
-        seq, h, _ = self._slot(r, comm_key(rec))
-        return seq, h
-
-    def read_call(self, r: int, rec: CallRecord) -> CallRecord | None:
-        if rec.is_p2p:        # r's current call, when it is a p2p one (Ledger's p2p slot)
-            name = f"{self.prefix}/call/{r}"
-            call = pickle.loads(self.store.get(name)) if self.store.check([name]) else None
-            return call if call is not None and call.is_p2p else None
-        return self._slot(r, comm_key(rec))[2]
-
-    def arrival(self, r: int, rec: CallRecord) -> float:
-        return float(self.store.get(f"{self.prefix}/clk/{r}/{comm_key(rec)}/{rec.seq % 64}"))
-
-    @property
-    def aborted(self) -> bool:
-        return self.store.check([f"{self.prefix}/abort"])
-
-    def abort(self, err: CollectiveError | None = None) -> None:
-        """End the launch; ``err`` is the report every rank raises."""
-        self.store.set(f"{self.prefix}/abort", pickle.dumps(err))
-
-    def abort_error(self) -> CollectiveError:
-        """The report that ended the launch (a rank that failed outside a collective ends it
-        with none: a generic one then)."""
-        err = pickle.loads(self.store.get(f"{self.prefix}/abort"))
-        return err if err is not None else CollectiveError("another rank ended the launch")
-
-    def versions(self) -> np.ndarray:
-        return np.array([pickle.loads(self.store.get(self._state_key(r)))[1]
-                         for r in range(self.num_ranks)])
-
-    def snapshot(self, places) -> dict[int, RankState]:
-        out = {}
-        for r in range(self.num_ranks):
-            status_code, _, iteration, pending = pickle.loads(self.store.get(self._state_key(r)))
-            status = STATUS_NAMES.get(status_code, RUNNING)
-            call = None
-            if status == BLOCKED:
-                call = pickle.loads(self.store.get(f"{self.prefix}/call/{r}"))
-            posted = {}
-            for key in pickle.loads(self.store.get(self._comms_key(r))):
-                seq, _, last = self._slot(r, key)
-                if last is not None:
-                    posted[last.group_key] = seq
-            out[r] = RankState(r, status, call, posted, tuple(pending), iteration,
-                               places[r].name)
-        return out
+ENV_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
 
 def torchrun_mode(backend: str) -> str | None:
@@ -176,80 +65,99 @@ def torchrun_mode(backend: str) -> str | None:
     return None
 
 
-ENV_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+# How long a rank's watch waits, after the launch ended, for the main thread to raise the
+# report and stop it: long enough for a main thread in trtsim's own waits to notice on a busy
+# machine; one still inside a real call past it never will, and the watch ends the process.
+GRACE_S = 10.0
 
 
-def _default_group(config, local_rank: int, timeout: float):
-    """(process-group backend, device, stage CUDA through the host, whether trtsim made the
-    default group): a default group the script made already is used as it is."""
+def _group_plan(config: LaunchConfig, local_rank: int) -> GroupPlan:
+    """How this rank's groups are made; a default group the script made already keeps its
+    backend."""
     pg_backend, device, stage = "gloo", torch.device("cpu"), False
     if config.backend == "nccl":
         gpus = torch.cuda.device_count()
         if gpus == 0:
             raise ValueError("backend='nccl' needs CUDA GPUs, and torch sees none")
         device = torch.device("cuda", local_rank % gpus)
-        torch.cuda.set_device(device)
         pg_backend, stage = ("cpu:gloo,cuda:nccl", False) if local_rank < gpus else ("gloo", True)
     if tdist.is_initialized():
-        return str(tdist.get_backend()), device, stage, False
-    tdist.init_process_group(pg_backend, init_method="env://",
-                             timeout=timedelta(seconds=timeout + 30))
-    return pg_backend, device, stage, True
+        pg_backend = str(tdist.get_backend())
+    return GroupPlan(pg_backend, device, stage)
 
 
-def run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
+def run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
+                  config: LaunchConfig, group_table: dict) -> LaunchOutcome:
     """Run the rank program for this process's rank (torchrun); every rank gets all results.
-    What it installs (the call log's signal handler, the monitor thread, the stand-ins) is
-    installed inside the ``try`` whose ``finally`` removes it; a default process group the
-    script made is used and left as it was found."""
+    What it installs (the environment of ``SAFE_ENV``, the call log's signal handler, the
+    watch thread, the stand-ins) is installed inside the ``try`` whose ``finally`` removes
+    it; a default process group the script made is used and left as it was found."""
+    saved = {key: os.environ.get(key) for key in SAFE_ENV}
     try:
+        os.environ.update(SAFE_ENV)
         return _run_this_rank(places, program, args, config, group_table)
     finally:
         # The rank's groups, held in reference cycles (transport, stand-ins), are freed now:
         # left to the interpreter's finalization, a gloo group's threads can abort it there.
         gc.collect()
+        for key, value in saved.items():          # after the groups: NCCL reads it at init
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
-def _run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
-    os.environ.update(SAFE_ENV)
+def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
+                   config: LaunchConfig, group_table: dict) -> LaunchOutcome:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     if world != len(places):
         raise ValueError(f"torchrun started WORLD_SIZE={world} ranks but the launch lays out "
                          f"{len(places)} (tp*pp*cp of every instance)")
     status, failure = FAILED, ("", "")
-    logger = monitor = None
+    logger: call_log.CallLogger | None = None
+    watch: _Monitor | None = None
     made = False
-    groups: dict = {}
+    groups: dict[str, TorchGroup] = {}
     try:
         logger = call_log.start(config, rank, places)     # its SIGTERM handler: main thread
-        pg_backend, device, stage, made = _default_group(config, local_rank, config.timeout)
-        groups = build_groups(group_table, pg_backend, stage)
+        plan = _group_plan(config, local_rank)
+        made = join_default_group(plan, config.timeout)
+        # every rank's row exists before the handshake in start_rank: no peer reads a row
+        # that is not there yet
         ledger = StoreLedger(tdist.distributed_c10d._get_default_store(), rank, world)  # noqa: SLF001
-        tdist.all_reduce(torch.zeros(1), group=groups["world"].obj)
-        transport = TorchTransport(rank, call_log.logged_ledger(ledger, logger), groups,
-                                   config.policy, device, ledger.abort, config.clock_model)
-        dist = rank_distributed(places[rank], transport, logger, config)
-        monitor = _Monitor(ledger, places, logger) if rank == 0 else None
+        groups = build_groups(group_table, plan.backend, plan.stage_cuda)
+        dist = start_rank(rank, places, groups, plan, ledger, logger, config, ledger.abort).dist
+        watch = _Monitor(ledger, places, logger, finds=rank == 0, grace=GRACE_S)
         try:
             result = run_program(dist, config, lambda: (program, args))
         except (Reported, Aborted):
             ledger.set_status(rank, FAILED)
             raise ledger.abort_error() from None
         except BaseException as exc:
+            if is_peer_loss(exc) and _ended(ledger):
+                # a peer left because a report ended the launch: that report is the outcome
+                ledger.set_status(rank, FAILED)
+                raise ledger.abort_error() from None
             failure = (f"{type(exc).__name__}: {exc}", program_traceback(exc))
             raise
         ledger.set_status(rank, DONE)
         status = DONE
         if logger is not None:
             logger.set_status(DONE)      # the results' gather below is trtsim's, not the program's
-        results = [None] * world
+        try:
+            # The gather below is a real call, which no report reaches: it starts only once
+            # every rank is done, and a launch a report ends meanwhile raises it here too.
+            ledger.wait_all_done()
+        except Aborted:
+            raise ledger.abort_error() from None
+        results: list[Any] = [None] * world
         tdist.all_gather_object(results, result, group=groups["world"].obj)
     finally:
-        # Every rank is past its program (or this one failed): the monitor stops and is
+        # Every rank is past its program (or this one failed): the watch stops and is
         # joined before any teardown, so it is never inside a store call at exit.
-        if monitor is not None:
-            monitor.stop()
+        if watch is not None:
+            watch.stop()
         if logger is not None:
             logger.close(status, *failure)
         # Communicators left to the interpreter's exit can still have gloo's threads running
@@ -260,8 +168,16 @@ def _run_this_rank(places, program, args, config, group_table) -> LaunchOutcome:
     census[rank] = dict(dist.census)
     return LaunchOutcome(results, None, census, [],
                          [f"torchrun: rank {rank} of {world} (local rank {local_rank}), "
-                          f"{pg_backend}" + ("" if made else ", the script's default group"),
+                          f"{plan.backend}" + ("" if made else ", the script's default group"),
                           *dist.notes])
+
+
+def _ended(ledger: StoreLedger) -> bool:
+    """Whether a report ended the launch (the store gone too: nothing to say it did)."""
+    try:
+        return ledger.aborted
+    except Exception:  # noqa: BLE001 - the store went away with the job
+        return False
 
 
 def _leave(groups: dict, made: bool) -> None:
@@ -280,29 +196,53 @@ def _leave(groups: dict, made: bool) -> None:
 
 
 class _Monitor:
-    """Rank 0's deadlock monitor over the store, in a thread; a deadlock ends the job with
-    the report. ``stop()`` ends the thread and waits for it."""
+    """A rank's watch over a launch on the store, in a thread; ``stop()`` ends the thread and
+    waits for it.
 
-    def __init__(self, ledger: StoreLedger, places, logger=None):
+    ``finds`` (rank 0): it runs the deadlock monitor over the store, and posts a deadlock it
+    finds as the report that ends the launch, and prints it. With ``grace`` (torchrun) it
+    also sees a report another rank posted; the rank's main thread raises the report where
+    it waits (``Aborted``) and stops the watch, and only a main thread stuck inside a real
+    call, which no report can reach, is still there ``grace`` seconds later: the watch then
+    writes the call log and ends the process (status 1), and torchrun ends the job. Without
+    ``grace`` (mpirun, where the finder leaves and mpirun ends the others) the finder ends
+    its process at once, and another rank's report is not its to act on."""
+
+    def __init__(self, ledger: StoreLedger, places: list[RankPlace],
+                 logger: call_log.CallLogger | None = None, *, finds: bool = True,
+                 grace: float | None = None):
         self._logger = logger                # this rank's call log, written before the end
         self._stop = threading.Event()
-        self._monitor = DeadlockMonitor(ledger, places, interval=0.2)
-        self._ledger = ledger
+        self._monitor = DeadlockMonitor(ledger, places, interval=0.2) if finds else None
+        self._ledger, self._grace = ledger, grace
         self._thread = threading.Thread(target=self._run, name="trtsim-monitor", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
             try:
-                err = self._monitor.poll()
+                ended = self._launch_ended()
             except Exception:  # noqa: BLE001 - the store went away: the job is ending
                 return
+            if ended:
+                break
+        else:
+            return
+        if self._grace is not None and self._stop.wait(self._grace):
+            return                           # the main thread raised the report
+        # after a write of the main thread's in flight: os._exit would cut it short
+        call_log.end_process(self._logger, 1, "exit")
+
+    def _launch_ended(self) -> bool:
+        """Whether the launch ended: this watch found a deadlock (posted and printed now),
+        or, with ``grace``, another rank posted a report."""
+        if self._monitor is not None:
+            err = self._monitor.poll()
             if err is not None:
                 self._ledger.abort(err)
                 print(str(err), file=sys.stderr, flush=True)
-                if self._logger is not None:
-                    self._logger.write("exit")
-                os._exit(1)
+                return True
+        return self._grace is not None and self._ledger.aborted
 
     def stop(self) -> None:
         self._stop.set()
