@@ -1,150 +1,82 @@
-"""Fuzzed input, each in a child process under a 1 GiB memory limit and a 10 s hang guard
-(``hostile_runner``): hypothesis mutates Flight Recorder dumps, trtsim call logs and scenario
-YAML, and every input must end in exit 0, 1 or 2, one line for 2, no traceback. Inputs are
-batched, several per child, to keep the suite's time small."""
+"""Fuzzed input: hypothesis makes Flight Recorder dumps, trtsim call logs and scenario YAML
+(``fuzz_strategies``: valid inputs mutated), and every one, run by the command in a child
+process with 1 GiB of address space of its own and a time limit (``hostile_runner``), must
+end in exit 0, 1 or 2, one line for 2, no traceback. A scenario that loads is run (``trtsim
+run``: the inproc backend, or the perf simulation), not only read; an analysis writes its
+``--replay`` (which runs the replay) and ``--json`` some of the time.
 
-import json
-import pickle
+The draws differ from run to run, so a run can find new inputs; a failure prints its
+falsifying example and the ``@reproduce_failure`` blob that replays it, and pytest's
+``--hypothesis-seed=N`` repeats a run's draws. ``TRTSIM_FUZZ_EXAMPLES=N`` tries N examples
+per test instead of the suite's few (a longer hunt, outside the suite). One server per test
+module imports trtsim once; each input runs in a child forked from it."""
+
+import os
 
 import pytest
-import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests import fr_synth as fr
+from tests import fuzz_strategies as fs
 from tests import hostile_runner
 
 pytestmark = pytest.mark.timeout(600)
-BATCH = 20
-SETTINGS = settings(max_examples=2, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                           HealthCheck.too_slow, HealthCheck.data_too_large])
-
-leaves = (st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.integers(-3, 5)
-          | st.floats() | st.text(max_size=12) | st.just("[0, 1]") | st.just("2.10"))
 
 
-def _shared(depth: int) -> list:
-    """A list of 2**depth leaves in ``depth`` small objects (each level refers to the one
-    below twice): tiny pickled, vast as a repr."""
-    value = ["x"]
-    for _ in range(depth):
-        value = [value, value]
-    return value
+def examples(suite: int) -> int:
+    """The examples a test tries: ``suite`` in the suite, ``TRTSIM_FUZZ_EXAMPLES`` if set."""
+    return int(os.environ.get("TRTSIM_FUZZ_EXAMPLES") or suite)
 
 
-# what the issue's inputs had: shared references, rank numbers and line numbers past limits
-big = st.just(10 ** 11) | st.just(10 ** 12) | st.just("[0, 100000000000]") | st.just(300_000_000)
+def fuzz(suite: int):
+    """The settings of a fuzz test: fresh draws each run, no deadline (the runner's time
+    limit is the bound), the blob that replays a failure."""
+    return settings(max_examples=examples(suite), deadline=None, derandomize=False,
+                    print_blob=True, suppress_health_check=[HealthCheck.too_slow,
+                                                            HealthCheck.data_too_large])
 
 
-def _values(extra):
-    return st.recursive(leaves | extra, lambda inner: st.lists(inner, max_size=4)
-                        | st.dictionaries(st.text(max_size=8), inner, max_size=4)
-                        | st.tuples(inner, inner), max_leaves=12)
+@pytest.fixture(scope="module")
+def runner():
+    with hostile_runner.Runner() as r:
+        yield r
 
 
-values = _values(big)                                        # what JSON can hold
-shared_values = _values(big | st.integers(28, 40).map(_shared))  # pickles and YAML (aliases)
-ENTRY_KEYS = tuple(fr.entry(1))
-DUMP_KEYS = ("version", "pg_config", "pg_status", "entries")
+def ends_well(runner, argv: list, shown: str = "") -> None:
+    """``trtsim ARGV`` in the runner ends well; a failure names the input (and shows it)."""
+    res = runner.run(argv)
+    assert hostile_runner.well_ended(res), f"{argv}\n{shown[:2000]}\n{res}"
+    # what the inputs came to, for pytest --hypothesis-show-statistics
+    event(f"{argv[0]}: exit {res['rc']}" + (f" ({_gist(res['stderr'])})" if res["rc"] == 2
+                                            else ""))
 
 
-def _mutate(data, doc: dict, keys, entry_keys=ENTRY_KEYS, entries="entries",
-            vals=values) -> dict:
-    """``doc`` with a few of its fields, or of its entries' fields, replaced or removed."""
-    for _ in range(data.draw(st.integers(1, 4))):
-        target = doc
-        if isinstance(doc.get(entries), list) and doc[entries] and data.draw(st.booleans()):
-            target = data.draw(st.sampled_from(doc[entries]))
-            key = data.draw(st.sampled_from(entry_keys))
-        else:
-            key = data.draw(st.sampled_from(keys))
-        if not isinstance(target, dict):
-            continue
-        if data.draw(st.integers(0, 4)) == 0:
-            target.pop(key, None)
-        else:
-            target[key] = data.draw(vals)
-    return doc
+def _gist(err: str) -> str:
+    """A refusal's kind: the first words of its reason, without values."""
+    reason = err.split(": ")[2] if err.count(": ") >= 2 else ""
+    return " ".join(w for w in reason.split()[:4] if not any(c in w for c in "0123456789'\"[/"))
 
 
-def _dump_job(data, folder) -> list[str]:
-    """A 2-rank job whose dumps are mutated, pickled or as JSON, maybe cut short."""
-    entries = [fr.entry(s, retired=data.draw(st.booleans()),
-                        stack=fr.frames(data.draw(st.sampled_from(["step", "final"]))))
-               for s in range(1, data.draw(st.integers(1, 4)) + 1)]
-    for rank in (0, 1):
-        doc = fr.dump([dict(e) for e in entries], data.draw(st.sampled_from([None, 2, 3])))
-        form = data.draw(st.sampled_from(["pickle", "json", "cut"]))
-        if data.draw(st.booleans()):
-            doc = _mutate(data, doc, DUMP_KEYS, vals=values if form == "json" else shared_values)
-        if form == "json":
-            raw = json.dumps(doc, default=str).encode()
-            fr.write(folder, rank, raw, f"{fr.PREFIX}{rank}.json")
-        else:
-            raw = pickle.dumps(doc, protocol=2)
-            if form == "cut":
-                raw = raw[:data.draw(st.integers(0, len(raw)))]
-            fr.write(folder, rank, raw)
-    return [str(folder)]
-
-
-def ends_well(make, base) -> None:
-    """``make(base, i)``'s command lines for a batch, each ending well in the runner."""
-    for res in hostile_runner.run([make(base, i) for i in range(BATCH)]):
-        assert hostile_runner.well_ended(res), res
-
-
-@SETTINGS
+@fuzz(100)
 @given(data=st.data())
-def test_fuzzed_dumps_end_well(tmp_path_factory, data):
-    def make(base, i):
-        replay = ["--replay", str(base / f"replay{i}.yaml")] if i % 5 == 0 else []
-        return ["analyze", *_dump_job(data, base / f"job{i}"), *replay]
-    ends_well(make, tmp_path_factory.mktemp("fuzz_dumps"))
+def test_fuzzed_dumps_end_well(runner, tmp_path_factory, data):
+    base = tmp_path_factory.mktemp("fuzz_dumps")
+    fs.dump_job(data, base / "job")
+    ends_well(runner, ["analyze", base / "job", *fs.outputs(data, base)])
 
 
-@SETTINGS
+@fuzz(100)
 @given(data=st.data())
-def test_fuzzed_call_logs_end_well(tmp_path_factory, data):
-    keys = tuple(fr.call_log(0, 2))
-
-    def make(base, i):
-        for rank in (0, 1):
-            doc = _mutate(data, fr.call_log(rank, 2), keys, entries="calls")
-            fr.write_text(base / f"job{i}", f"trtsim_calls_rank{rank}.json",
-                          json.dumps(doc, default=str))
-        return ["analyze", str(base / f"job{i}")]
-    ends_well(make, tmp_path_factory.mktemp("fuzz_logs"))
+def test_fuzzed_call_logs_end_well(runner, tmp_path_factory, data):
+    base = tmp_path_factory.mktemp("fuzz_logs")
+    fs.call_logs(data, base / "logs")
+    ends_well(runner, ["analyze", base / "logs", *fs.outputs(data, base)])
 
 
-SCENARIO_KEYS = ("name", "seed", "guard", "topology", "expect", "backend", "timeout",
-                 "transceiver", "transceiver.sticky_skip", "model", "model.window",
-                 "model.num_layers", "workload", "workload.requests", "deployment",
-                 "deployment.ctx", "deployment.ctx.tp", "unknown_key", "kind")
-
-
-def _scenario(data) -> str:
-    """A shipped scenario with a few keys set to fuzzed values, as YAML (or fuzzed text)."""
-    if data.draw(st.integers(0, 5)) == 0:
-        return data.draw(st.text(max_size=200))
-    name = data.draw(st.sampled_from(["kv_transfer", "executor_mtp", "incident_sticky_skip",
-                                      "sticky_skip_pp_deadlock"]))
-    with open(f"{hostile_runner.ROOT}/scenarios/{name}.yaml") as f:
-        raw = yaml.safe_load(f)
-    for _ in range(data.draw(st.integers(1, 3))):
-        *path, last = data.draw(st.sampled_from(SCENARIO_KEYS)).split(".")
-        node = raw
-        for part in path:
-            node = node.setdefault(part, {}) if isinstance(node.get(part, {}), dict) else {}
-        node[last] = data.draw(shared_values)
-    return yaml.safe_dump(raw, sort_keys=False)
-
-
-@SETTINGS
+@fuzz(100)
 @given(data=st.data())
-def test_fuzzed_scenarios_end_well(tmp_path_factory, data):
-    def make(base, i):
-        (base / f"s{i}.yaml").write_text(_scenario(data))
-        return ["load", str(base / f"s{i}.yaml")]
-    ends_well(make, tmp_path_factory.mktemp("fuzz_yaml"))
+def test_fuzzed_scenarios_end_well(runner, tmp_path_factory, data):
+    text, runs = fs.scenario(data)
+    path = tmp_path_factory.mktemp("fuzz_yaml") / "s.yaml"
+    path.write_text(text)
+    ends_well(runner, ["run", path] if runs else ["load", path], text)

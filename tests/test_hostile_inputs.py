@@ -1,6 +1,7 @@
 """The hostile inputs of issue 25, each under 1 KB or so, as regression cases: every one ends
-in exit 0, 1 or 2 (one line for 2, no traceback) within the hang guard, under a 1 GiB memory
-limit (``hostile_runner``). All run in one child process, one after another."""
+in exit 0, 1 or 2 (one line for 2, no traceback) within the time limit and 1 GiB of address
+space of its own (``hostile_runner``), each in a child of one server process. And the runner's time
+limit holds where an alarm could not: a call that holds the process in C."""
 
 import json
 import os
@@ -53,6 +54,9 @@ def _cases(d) -> dict:
     n = "laughs.yaml"
     fr.write_text(d, n, _laughs())
     case(n, ["run", d / n], 2, "expand to more than")
+    n = "unhashable_kind.yaml"                  # found by the fuzz: a list where a name goes
+    fr.write_text(d, n, "name: x\nworkload: {kind: []}\n")
+    case(n, ["run", d / n], 2, "workload.kind")
     n = "deep_yaml.yaml"
     fr.write_text(d, n, "name: x\nseed: " + "[" * 50_000 + "]" * 50_000 + "\n")
     case(n, ["run", d / n], 2, "nested more than 32 deep")
@@ -98,7 +102,7 @@ def ended(tmp_path_factory):
 
 
 CASES = ["big_rank_name", "big_world_log", "shared_pickle", "shared_pg", "laughs.yaml",
-         "deep_yaml.yaml", "big_line", "last_line", "fifo", "dev_zero", "long_error", "deep_version",
+         "unhashable_kind.yaml", "deep_yaml.yaml", "big_line", "last_line", "fifo", "dev_zero", "long_error", "deep_version",
          "deep_process_group", "deep_pg_config", "deep_call_log", "omits_own_rank"]
 
 
@@ -134,3 +138,16 @@ def test_a_replay_grows_with_calls_not_with_calls_times_ranks(tmp_path):
         assert replay.calls == 2 * n
         sizes[n] = len(replay_text(replay))
     assert sizes[400] < 5 * sizes[100]
+
+
+def test_the_time_limit_holds_in_c_and_names_the_input(tmp_path):
+    """A child held in a C call (an alarm's Python handler would wait for it) is killed at
+    the parent's limit, reported as a timeout naming its input, with the stack faulthandler
+    dumped before; the next input runs in a fresh server."""
+    scenario = os.path.join(hostile_runner.ROOT, "scenarios", "kv_transfer.yaml")
+    with hostile_runner.Runner(limit_s=4) as runner:
+        res = runner.run(hostile_runner.C_LEVEL_HANG)
+        assert res["argv"] == hostile_runner.C_LEVEL_HANG and not hostile_runner.well_ended(res)
+        assert res["rc"].startswith("timeout: no result within 4 s"), res
+        assert "in run_one" in res["log"] and "Thread" in res["log"], res["log"]
+        assert runner.run(["load", scenario])["rc"] == 0

@@ -12,7 +12,7 @@ import time
 
 from ..safe_write import write_text
 from .output import BadInput, document, write_json, writing
-from .output_paths import check_output_file
+from .output_paths import Output, check_outputs
 
 EXIT_OK, EXIT_VIOLATION = 0, 1
 
@@ -54,15 +54,12 @@ def cmd_analyze(args) -> int:
     """Read, judge, print; with ``--replay`` write the replay, with ``--json`` the document."""
     from ..postmortem.analysis import analyze
     from ..postmortem.inputs import load_job
-    for flag, path in (("--json", args.json), ("--replay", args.replay)):
-        if path:
-            check_output_file(flag, path, inputs=args.paths)
+    outputs = [Output("--json", args.json), Output("--replay", args.replay)]
+    check_outputs(outputs, args.paths)
     t0 = time.perf_counter()
     job = load_job(args.paths, parse_groups(args.group), getattr(args, "launch", None))
     inputs = [*args.paths, *(h.source for h in job.histories)]
-    for flag, path in (("--json", args.json), ("--replay", args.replay)):
-        if path:                        # a file a folder gave is known only now
-            check_output_file(flag, path, inputs=inputs)
+    check_outputs(outputs, inputs)          # a file a folder gave is known only now
     analysis = analyze(job)
     seconds = time.perf_counter() - t0
     print(analysis.summary())

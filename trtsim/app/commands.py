@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 from .interrupt import InterruptLatch
-from .output import BadInput, document, result_document, write_json
-from .output_paths import check_output_file, check_output_folder
+from .output import BadInput, document, result_document, write_json, writing
+from .output_paths import Output, check_outputs
 from .progress import Progress
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -38,9 +38,24 @@ def _single_threaded_torch() -> None:
     torch.set_num_threads(1)
 
 
+def _scenario_files(*sources: str | None) -> tuple[str, ...]:
+    """The files scenario arguments name (a shipped scenario's name: its file), the inputs an
+    output must not be; one that names nothing stays as given (loading it says so)."""
+    from ..scenario.schema import ScenarioError
+    from ..scenario.source import find_scenario
+    out = []
+    for source in sources:
+        if source is not None:
+            try:
+                out.append(find_scenario(source))
+            except ScenarioError:
+                out.append(source)
+    return tuple(out)
+
+
 def cmd_run(args) -> int:
-    inputs = (args.scenario,)                  # a scenario file is never an output
-    _check_outputs(("--json", args.json), ("--trace", args.trace), inputs=inputs)
+    inputs = _scenario_files(args.scenario)
+    check_outputs([Output("--json", args.json), Output("--trace", args.trace)], inputs)
     from ..jobs.dispatch import run_any
     from ..timeline.trace import write_trace
     from ..scenario.perf import PerfScenario
@@ -63,30 +78,22 @@ def cmd_run(args) -> int:
         write_json(args.json, result_document(result, census_rows=args.census_rows),
                    inputs=inputs)
     if args.trace:
-        try:
+        with writing("--trace", args.trace):
             write_trace(args.trace, result.trace_events())
-        except OSError as exc:
-            raise BadInput(f"--trace {args.trace}: cannot write ({exc.strerror})") from None
     return EXIT_OK if result.holds else EXIT_VIOLATION
-
-
-def _check_outputs(*flags: tuple[str, str | None], inputs: tuple[str, ...] = ()) -> None:
-    """Every output path given is writable and none of ``inputs``, before anything runs."""
-    for flag, path in flags:
-        if path:
-            check_output_file(flag, path, inputs=inputs)
 
 
 def cmd_compare(args) -> int:
     from ..jobs.dispatch import run_any
     from .compare import comparison, load_pair
+    inputs = _scenario_files(args.a, args.b)
+    check_outputs([Output("--json", args.json)], inputs)
     _single_threaded_torch()
     if args.b is None and not (args.set_a or args.set_b):
         raise BadInput("compare: give two scenarios, or one with --set-a/--set-b overrides")
     # Both scenarios are read and checked before either runs: bad input fails at once.
     a, b = load_pair(args.a, args.b, parse_sets(args.set_a, "--set-a"),
                      parse_sets(args.set_b, "--set-b"))
-    _check_outputs(("--json", args.json))
     with InterruptLatch() as latch, Progress("compare", total=2, check=latch.check) as progress:
         before = run_any(a, progress=progress)
         progress.update(1, "before done")
@@ -98,7 +105,7 @@ def cmd_compare(args) -> int:
     for name, r in failing:            # only a functional run can fail to hold
         print(f"{name}: verdict {r.verdict}, expected {r.scenario.expect}: the run does not hold")
     if args.json:
-        write_json(args.json, document("compare", result.to_dict()))
+        write_json(args.json, document("compare", result.to_dict()), inputs=inputs)
     return EXIT_VIOLATION if failing else EXIT_OK
 
 
@@ -117,9 +124,8 @@ def _hypothesis_home() -> None:
 
 def cmd_explore(args) -> int:
     from .explore import explore
-    _check_outputs(("--json", args.json))
-    if args.out:
-        check_output_folder("--out", args.out)
+    inputs = _scenario_files(args.scenario)
+    check_outputs([Output("--json", args.json), Output("--out", args.out, folder=True)], inputs)
     _hypothesis_home()
     _single_threaded_torch()
     with InterruptLatch() as latch, \
@@ -129,7 +135,7 @@ def cmd_explore(args) -> int:
                          out_dir=args.out, progress=progress, hunt=args.hunt)
     print(result.summary())
     if args.json:
-        write_json(args.json, document("explore", result.to_dict()))
+        write_json(args.json, document("explore", result.to_dict()), inputs=inputs)
     return EXIT_VIOLATION if result.found else EXIT_OK
 
 

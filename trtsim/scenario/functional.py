@@ -208,7 +208,7 @@ def _workload(source: str, raw: dict, seed: int):
     w = dict(section(source, raw, "workload"))
     kind = w.pop("kind", "transfer")
     kinds = {"transfer": TransferWorkload, "serving": ServingWorkload}
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:      # a list or a mapping: no hash
         raise err(source, "workload.kind", kind, f"is not one of {', '.join(kinds)}")
     if kind == "transfer":
         extra = sorted(set(w) - set(known_keys(TransferWorkload)))
