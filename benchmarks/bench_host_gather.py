@@ -138,6 +138,53 @@ def physical_cores() -> list[int]:
     return sorted(first.values())
 
 
+def _spin(cpu: int, go, seconds: float, out) -> None:
+    """Count loop turns on ``cpu`` for ``seconds`` once ``go`` is set (a probe process)."""
+    os.sched_setaffinity(0, {cpu})
+    go.wait()
+    n, end = 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        n += 1
+    out.put((cpu, n))
+
+
+def _rates(cpus: list[int], seconds: float) -> dict[int, int]:
+    """Loop turns each of ``cpus`` makes while all of them spin at once."""
+    import multiprocessing as mp
+    ctx = mp.get_context("fork")
+    go, out = ctx.Event(), ctx.Queue()
+    procs = [ctx.Process(target=_spin, args=(c, go, seconds, out)) for c in cpus]
+    for proc in procs:
+        proc.start()
+    go.set()
+    rates = dict(out.get() for _ in procs)
+    for proc in procs:
+        proc.join()
+    return rates
+
+
+def independent_cores(cpus: list[int], want: int, seconds: float = 0.3,
+                      held: float = 0.85) -> tuple[list[int], dict]:
+    """Logical CPUs that run at full speed all at once, found by running them (a guest's
+    /sys topology need not show which vCPUs share a physical core on the host): each CPU's
+    speed alone, then CPUs added one at a time, kept when every chosen CPU still runs at
+    ``held`` of its own speed with it. Returns the chosen CPUs and what was seen."""
+    solo = {c: _rates([c], seconds)[c] for c in cpus}
+    chosen: list[int] = []
+    refused = {}
+    for c in cpus:
+        if len(chosen) == want:
+            break
+        together = _rates(chosen + [c], seconds)
+        slowest = min(together[x] / solo[x] for x in together)
+        if slowest >= held:
+            chosen.append(c)
+        else:
+            refused[c] = round(slowest, 3)
+    return chosen, {"solo_turns": solo, "refused_slowest_share": refused, "held": held,
+                    "seconds": seconds}
+
+
 def worker_setup(rank: int, cpus: list[int]) -> None:
     """Pin this rank to its core (when ``cpus`` names one per rank) and stop the cyclic GC as
     a serving worker does: collect, freeze what exists, disable."""
@@ -393,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mpirun-args", default=MPIRUN_ARGS)
     p.add_argument("--cpus", type=lambda s: [int(c) for c in s.split(",") if c], default=[],
                    help=argparse.SUPPRESS)
+    p.add_argument("--cores", choices=["sys", "probe"], default="sys",
+                   help="one CPU per physical core as /sys tells (sys), or CPUs found by "
+                        "running them that slow none of the others down (probe)")
     p.add_argument("--mpi", action="store_true", help="this process is an MPI rank")
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--merge", nargs="+", default=None, metavar="FILE",
@@ -417,7 +467,13 @@ def main(argv: list[str] | None = None) -> int:
                 json.dump(res, f)
         return 0
     cores = physical_cores()
+    probe = None
+    if args.cores == "probe":
+        cores, probe = independent_cores(cores, max(args.ranks))
+        print("cores that run at full speed together:", cores, json.dumps(probe), flush=True)
     info = machine_info(argv, cores)
+    if probe is not None:
+        info["core_probe"] = {**probe, "chosen": cores}
     print("host-object collectives:", json.dumps(info), flush=True)
     out = {"schema": 2, "info": info, "latency": [], "jitter": [], "excluded": [],
            "skipped": []}

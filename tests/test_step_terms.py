@@ -34,8 +34,10 @@ def test_the_5_3_skip_is_the_wait_it_removes_and_compare_says_so():
     # two 8-rank gathers' latency and nearly every iteration's re-sync: nothing else moves
     assert 0 < terms["latency removed"] < 0.1e-3
     assert terms["wait removed"] > 10 * terms["latency removed"]
-    assert terms["GPU time removed"] == pytest.approx(0, abs=1e-9)
-    assert terms["host work removed"] == pytest.approx(0, abs=1e-9)
+    # zero but for the rounding of means over each side's steps: under 1e-5 of the change
+    tiny = 1e-5 * sum(abs(v) for v in terms.values())
+    assert terms["GPU time removed"] == pytest.approx(0, abs=tiny)
+    assert terms["host work removed"] == pytest.approx(0, abs=tiny)
     table = c.table()
     assert "why, at central prices" in table and "wait removed" in table
     assert c.to_dict()["step_terms"][0]["role"] == "gen"
