@@ -9,12 +9,12 @@ teardown run with interrupts *deferred*: SIGINT is noted, and raised again, by t
 it would have met, when the block ends (the start loop also stops at once when it sees one).
 The launcher's waiting loop is where an interrupt lands.
 
-Helper processes (the fork server, the resource tracker) are started with SIGINT ignored:
-a terminal's Ctrl-C reaches its whole foreground group, and the fork server spends seconds
-importing torch before it ignores SIGINT itself, so without this it printed a
-KeyboardInterrupt traceback of its own; ranks forked from it inherit the disposition, so
-they ignore SIGINT from their first instruction (they did from ``rank_main`` on, which
-left the unpickling before it open).
+Helper processes are started with SIGINT held (the fork server here, the resource tracker by
+CPython): a terminal's Ctrl-C reaches its whole foreground group, and the fork server spends
+seconds importing torch before it ignores SIGINT itself, so without this it printed a
+KeyboardInterrupt traceback of its own; ranks forked from it inherit the mask, so no SIGINT
+reaches them from their first instruction (one did before ``rank_main``, which left the
+unpickling open).
 """
 
 from __future__ import annotations
@@ -58,15 +58,20 @@ class DeferredInterrupts:
 
 
 @contextmanager
-def started_ignoring_interrupts():
-    """Processes started inside the block inherit SIGINT ignored (a disposition of SIG_IGN
-    survives exec). A Ctrl-C in the block (the few milliseconds of a fork and exec) is lost:
-    the launch has not begun, and a second one is seen."""
+def interrupts_held():
+    """Processes started inside the block inherit SIGINT blocked (a signal mask survives fork
+    and exec): a terminal's Ctrl-C waits in them until they ignore SIGINT themselves (the fork
+    server does once started, which discards it; ranks forked from it inherit the mask, and
+    ignore SIGINT from ``rank_main`` on). Here it
+    waits too, and reaches the launch's handler when the block ends: none is lost. (The block
+    once set SIG_IGN instead, and a Ctrl-C while the fork server started -- milliseconds, or
+    seconds on a loaded machine -- was dropped: the launch ran on.) Start the resource tracker
+    before: CPython's start of it unblocks SIGINT when done."""
     if not _in_main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)

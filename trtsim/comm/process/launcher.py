@@ -15,7 +15,7 @@ import pickle
 import queue as queue_mod
 import time
 from dataclasses import replace
-from multiprocessing import forkserver
+from multiprocessing import forkserver, resource_tracker
 from typing import Any, Callable
 
 import torch
@@ -27,7 +27,7 @@ from ..guard.waitfor import timeout_error
 from ..outcome import LaunchOutcome
 from . import lifeline, rank_group
 from .culprit import CAUSE_WAIT_S, exit_report, with_consequence
-from .interrupts import DeferredInterrupts, started_ignoring_interrupts
+from .interrupts import DeferredInterrupts, interrupts_held
 from .main_guard import refuse_unguarded_launch
 from .ledger import ITERATION, READY_NS, Ledger
 from .monitor import DeadlockMonitor
@@ -87,8 +87,9 @@ def run_processes(places: list[RankPlace], program: Callable, args: tuple, confi
     start_ns = time.monotonic_ns()
     try:
         with DeferredInterrupts() as interrupts:     # Ctrl-C: raised at the block's end
-            with started_ignoring_interrupts():      # the fork server, the resource tracker
-                forkserver.ensure_running()          # here, so every rank knows its parent
+            resource_tracker.ensure_running()    # CPython holds SIGINT while it starts
+            with interrupts_held():                  # the fork server, here, so every rank
+                forkserver.ensure_running()          # knows its parent
             server = lifeline.server_pid()
             wakeups = [ctx.Semaphore(0) for _ in range(n)]
             ledger = Ledger.create(n, wakeups)
