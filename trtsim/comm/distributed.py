@@ -25,7 +25,7 @@ from ..timeline.clock import RankClock
 from .arrays import ArrayCalls
 from .ops import OP_TABLE, Op
 from .origin import OriginFinder
-from .records import CallRecord, signature_of
+from .records import CallRecord, record_of, signature_of
 from .reduce_op import ReduceOp, op_name
 
 
@@ -269,11 +269,11 @@ class Distributed(ArrayCalls):
         self._seq[key] = seq
         origin = self._origins.find(2)
         iteration = self._iteration
-        rec = CallRecord(op, seq, label, iteration, origin.callsite,
+        rec = record_of((op, seq, label, iteration, origin.callsite,
                          "none" if op == _BARRIER else signature_of(payload),
                          self._global_rank, self._local_rank, self._instance, kind, group, root,
                          reduce_op, None, None, self._transport.clock.now, origin.purpose, comm,
-                         api)
+                         api))
         census = (iteration, kind, label or api or op)
         self.census[census] = self.census.get(census, 0) + 1
         if run is None:

@@ -63,9 +63,9 @@ def nbytes(payload: Any) -> int:
 
 
 def allgather(payloads: list[Any]) -> list[list[Any]]:
+    if all(type(p) in _IMMUTABLE_TYPES for p in payloads):   # they travel as they are
+        return [list(payloads) for _ in payloads]    # a copy of the list is enough
     frozen = [freeze(p) for p in payloads]
-    if all(type(b) in _IMMUTABLE_TYPES for b in frozen):
-        return [list(frozen) for _ in payloads]    # immutables: a copy of the list is enough
     return [[thaw(b) for b in frozen] for _ in payloads]
 
 

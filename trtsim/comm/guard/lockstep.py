@@ -20,6 +20,7 @@ at the first position, where it looks like the extra one.
 from __future__ import annotations
 
 import difflib
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,12 +85,17 @@ def _key(rec: CallRecord) -> tuple:
     return (rec.op, rec.label, purpose(rec))
 
 
+# What ``_key`` is a function of, read in C: lists equal in these are equal in ``_key`` (the
+# common case, compared without a call per record); unequal ones are compared by ``_key``.
+_fields = operator.attrgetter("op", "label", "purpose")
+
+
 @dataclass
 class _Iteration:
-    """One kind's calls in one iteration, per group: the records and their ``_key``s."""
+    """One kind's calls in one iteration, per group: the records and their ``_fields``."""
 
     calls: dict[tuple[int, ...], list[CallRecord]] = field(default_factory=dict)
-    keys: dict[tuple[int, ...], list[tuple]] = field(default_factory=dict)
+    keys: dict[tuple[int, ...], list[tuple]] = field(default_factory=dict)   # their _fields
 
 
 class _Span:
@@ -150,7 +156,7 @@ class LockstepTracker:
             calls = it.calls[group] = []
             it.keys[group] = []
         calls.append(rec)
-        it.keys[group].append(_key(rec))
+        it.keys[group].append(_fields(rec))
 
     def on_progress(self, rank: int, iteration: int | None) -> None:
         """Rank ``rank`` moved to ``iteration`` (None: it finished). When that raises its
@@ -197,10 +203,12 @@ class LockstepTracker:
                  b: tuple[int, ...]) -> None:
         """Note the first call one of two closed groups skipped (the first difference of
         their aligned call lists)."""
-        keys_a, keys_b = it.keys.get(a, []), it.keys.get(b, [])
-        if keys_a == keys_b:                 # the common case: in step
+        if it.keys.get(a, []) == it.keys.get(b, []):     # the common case: in step
             return
         calls_a, calls_b = it.calls.get(a, []), it.calls.get(b, [])
+        keys_a, keys_b = [_key(r) for r in calls_a], [_key(r) for r in calls_b]
+        if keys_a == keys_b:                 # in step: they differ in purposes labels hide
+            return
         matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
         for tag, i1, _i2, j1, _j2 in matcher.get_opcodes():
             if tag == "equal":

@@ -64,10 +64,12 @@ class WaitGraph:
         # rather than a scan of the members that are blocked elsewhere (O(group)).
         self.witness: dict[tuple, int] = {}
         self.touched = 0          # ranks looked at by the searches (tests count the work)
+        self.entered: list[tuple | None] = [None] * n   # rank -> key of its last entry
         self._order: dict[int, tuple] = {}  # id(group) -> (group, member -> position)
 
     def enter(self, r: int, key: tuple, members: Iterable[int]) -> None:
         """Rank ``r`` entered the collective ``key`` (group key, sequence) of ``members``."""
+        self.entered[r] = key
         missing = self.missing
         miss = missing.get(key)
         if miss is None:                  # the first to enter: everyone else is missing
@@ -100,7 +102,7 @@ class WaitGraph:
             assert rec.peer is not None     # rec.route[0], likewise
             self.p2p_waiters[rec.peer].add(r)
             return not self._reaches_running([r])
-        key = self.key_of(rec)
+        key = self.entered[r]             # the collective it blocks in: its last entry
         miss = self.missing.get(key)
         if not miss:
             return False                  # nothing to wait for: it completes
