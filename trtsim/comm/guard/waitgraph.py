@@ -103,6 +103,8 @@ class WaitGraph:
             self.p2p_waiters[rec.peer].add(r)
             return not self._reaches_running([r])
         key = self.entered[r]             # the collective it blocks in: its last entry
+        if key is None:
+            return False                  # entered nothing the graph knows
         miss = self.missing.get(key)
         if not miss:
             return False                  # nothing to wait for: it completes
