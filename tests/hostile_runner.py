@@ -104,7 +104,11 @@ class Runner:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "tests.hostile_runner", str(write), str(self.limit_s)],
                 cwd=self.cwd, stdin=subprocess.PIPE, stdout=self.log, stderr=self.log,
-                pass_fds=(write,), start_new_session=True)  # its own process group: one kill
+                pass_fds=(write,), start_new_session=True,  # its own process group: one kill
+                # glibc reserves 64 MiB of address space per malloc arena, up to eight per
+                # core, one per thread that finds the others busy: 16 rank threads reserve
+                # the whole limit without using it, and thread stacks then fail to map
+                env=dict(os.environ, MALLOC_ARENA_MAX="2"))
         finally:
             os.close(write)
         self.results, self.buffer = os.fdopen(read, "rb", buffering=0), b""

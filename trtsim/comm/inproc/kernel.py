@@ -19,7 +19,7 @@ from typing import Any, Callable
 from ..errors import CollectiveError
 from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING
 from ..records import CallRecord
-from .runners import GreenletRunner, ThreadRunner, Unwind
+from .runners import GreenletRunner, ThreadRunner, ThreadStartFailed, Unwind
 
 
 class Kernel:
@@ -51,6 +51,8 @@ class Kernel:
         # no report has stopped the launch yet: where the deadlock checks hook in.
         self.on_block: Callable[[int], None] | None = None
         self.on_finish: Callable[[int], None] | None = None
+        # Called when a rank's thread cannot start (threads only): its failure is reported.
+        self.on_start_failed: Callable[[int, BaseException], None] | None = None
 
     # -- what resources and ranks call --------------------------------------------------
     def block(self, r: int, rec: CallRecord) -> Any:
@@ -114,7 +116,12 @@ class Kernel:
                     else:
                         break
                     self._fresh.discard(r)
-                    self._resumers[r](self.resume.pop(r, None))
+                    try:
+                        self._resumers[r](self.resume.pop(r, None))
+                    except ThreadStartFailed as exc:    # the rank's failure, not the hub's
+                        if self.on_start_failed is None:
+                            raise
+                        self.on_start_failed(r, exc)
                     if self._expired:
                         raise on_timeout()
                     if self._turn_ended:        # a rank ended the turn and came back here

@@ -36,6 +36,11 @@ class Unwind(BaseException):
     """Thrown into ranks that must stop because the launch is over."""
 
 
+class ThreadStartFailed(RuntimeError):
+    """A rank's thread could not be started (``ThreadRunner``): that rank's failure, raised in
+    the hub as it would have got the turn."""
+
+
 class GreenletRunner:
     """Ranks as greenlets of the launching thread."""
 
@@ -107,9 +112,9 @@ class ThreadRunner:
 
     def _thread_main(self, r: int) -> None:
         baton = self.batons[r]
-        self.local.rank = r
-        baton.go.acquire()
-        try:
+        try:                            # from the first line: whatever happens, back is given
+            self.local.rank = r
+            baton.go.acquire()
             if not baton.unwinding:
                 self.mains[r]()
         except Unwind:
@@ -124,10 +129,15 @@ class ThreadRunner:
         baton = self.batons[r]
         baton.value = value
         if not baton.started:
-            baton.started = True
-            baton.thread = threading.Thread(target=self._thread_main, args=(r,), daemon=True,
-                                            name=f"trtsim-rank-{r}")
-            baton.thread.start()
+            thread = threading.Thread(target=self._thread_main, args=(r,), daemon=True,
+                                      name=f"trtsim-rank-{r}")
+            try:
+                thread.start()
+            except RuntimeError as exc:     # "can't start new thread": the OS's limits
+                raise ThreadStartFailed(
+                    f"its thread could not start ({exc}): the process's limits on threads or "
+                    "memory (ulimit -u, ulimit -v) were reached") from exc
+            baton.thread, baton.started = thread, True
         baton.go.release()
         try:
             if not self.back.acquire(timeout=max(0.0, self.deadline - time.monotonic())):
@@ -160,8 +170,10 @@ class ThreadRunner:
         return baton.value
 
     def unwind(self, before: Callable[[int], None]) -> None:
+        # Only a live thread can give the baton back (one that never started is not waited on)
         for r, baton in enumerate(self.batons):
-            if baton.started and not baton.done and r not in self.abandoned:
+            if baton.started and not baton.done and r not in self.abandoned \
+                    and baton.thread is not None and baton.thread.is_alive():
                 before(r)
                 baton.unwinding = True
                 baton.go.release()
@@ -169,4 +181,4 @@ class ThreadRunner:
         self.escaped = None
 
 
-__all__ = ["GreenletRunner", "ThreadRunner", "Unwind"]
+__all__ = ["GreenletRunner", "ThreadRunner", "ThreadStartFailed", "Unwind"]

@@ -80,6 +80,7 @@ class InprocWorld:
         self.waits = WaitGraph(self.kernel.status, self.kernel.blocked_call, keys.of)
         self.kernel.on_block = self._on_block
         self.kernel.on_finish = self._on_finish
+        self.kernel.on_start_failed = self._start_failed
         self.rendezvous = Rendezvous(self.kernel, self.policy, self.clocks, self.clock_model,
                                      on_collective, self.waits,
                                      openers_only=self.trace is None, keys=keys)
@@ -240,6 +241,11 @@ class InprocWorld:
         self.kernel.report(RankFailed(f"{self.places[r].name} raised {type(exc).__name__}: {exc}",
                                       rank=r, traceback=tb))
         self.kernel.finish(r, FAILED)        # after the report: the failure is the cause
+
+    def _start_failed(self, r: int, exc: BaseException) -> None:
+        """Rank ``r``'s thread could not start: its failure, with no program frames to show."""
+        self.kernel.report(RankFailed(f"{self.places[r].name}: {exc}", rank=r))
+        self.kernel.finish(r, FAILED)
 
     def _timeout_error(self):
         return timeout_error(self.snapshot(), self.config.timeout, self._stopped)
