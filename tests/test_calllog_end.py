@@ -1,10 +1,12 @@
 """A rank that ends itself while another of its threads writes its call log ends after that
 write: the log is whole and no temporary file is left. (Rank 0 of an mpirun job: its monitor
 finds the deadlock and ends the rank while the main thread, hit by the same report, writes
-the log; ``os._exit`` in the middle of that write left ``.<log>.<hex>.tmp`` behind.)"""
+the log; ``os._exit`` in the middle of that write left ``.<log>.<hex>.tmp`` behind.) A rank
+that waits to be ended has written its last log: SIGTERM ends it without another write."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -67,3 +69,42 @@ def test_the_exit_path_waits_for_the_write_in_flight(tmp_path):
     with open(logs / "rank0.json") as f:
         log = json.load(f)
     assert log["end"] == "whole" and log["written_on"] == "exit" and log["rank"] == 0
+
+
+# A rank that another's report ends (``stay``) writes its log, then waits for mpirun's SIGTERM.
+# Each write is announced; the SIGTERM goes once the first is done.
+STAYING = textwrap.dedent("""
+    import os, sys
+    from trtsim.comm.process.call_log import CallLogger
+    from trtsim.comm.process.mpirun_exits import stay
+
+    class Announced(CallLogger):
+        def write(self, written_on):
+            super().write(written_on)
+            print("WROTE", written_on, flush=True)
+
+    stay(Announced(os.path.join(sys.argv[1], "rank1.json"), {"rank": 1}, None), 120)
+""")
+
+
+def test_sigterm_after_the_last_log_ends_the_rank_without_writing_again(tmp_path):
+    """mpirun sends SIGKILL a second after SIGTERM: a write the SIGTERM started then could be
+    cut in half on a loaded machine, leaving its temporary file (seen once in five loaded
+    suite runs). The log ``stay`` wrote is the last."""
+    script = tmp_path / "rank.py"
+    script.write_text(STAYING)
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    rank = subprocess.Popen([sys.executable, str(script), str(logs)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert rank.stdout.readline() == "WROTE exit\n"
+        rank.send_signal(signal.SIGTERM)
+        _, err = rank.communicate(timeout=150)
+    finally:
+        rank.kill()
+    assert rank.returncode == -signal.SIGTERM, err[-3000:]
+    assert sorted(os.listdir(logs)) == ["rank1.json"]
+    with open(logs / "rank1.json") as f:
+        assert json.load(f)["written_on"] == "exit"

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests import postmortem_shapes as shapes
@@ -214,6 +214,7 @@ def test_the_command_exits_2_with_one_line(dumps, tmp_path):
 @settings(max_examples=40, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(picks=_mutations())
+@example(picks=[(1510, False, None)])    # a receive's peer set to None: the wait-for crashed
 def test_a_damaged_call_log_is_read_or_refused_never_a_crash(runs, tmp_path, picks):
     folder = tmp_path / "fuzz"
     shutil.rmtree(folder, ignore_errors=True)

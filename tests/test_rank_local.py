@@ -92,5 +92,5 @@ def test_torch_functions_bound_before_the_launch_are_guarded_in_the_ranks():
     with pytest.raises(trtsim.CollectiveDeadlock) as info:
         trtsim.launch(prog, tp=2, rank_local=("tests.rank_state",), intercept=("torch",),
                       timeout=60)
-    assert {c.api for c in info.value.calls.values()} == {"torch.all_gather_single"}
-    assert bound.all_gather_single is tdist.distributed_c10d.all_gather_single
+    assert {c.api for c in info.value.calls.values()} == {f"torch.{bound.GATHER_NAME}"}
+    assert bound.gather_into is getattr(tdist.distributed_c10d, bound.GATHER_NAME)

@@ -68,7 +68,8 @@ class CallLogger:
         self._lock = threading.Lock()
         self._ending = threading.Lock()          # one writer of the last log
         self._writing = threading.Lock()         # one write at a time; held by the end
-        self._closed = False
+        self._closed = False                     # close() ran: the watcher returns
+        self._final = False                      # the last log is written (close, seal)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._restore = None
@@ -130,6 +131,15 @@ class CallLogger:
         with self._writing:
             self._write(written_on)
 
+    def seal(self, written_on: str) -> None:
+        """Write the log for the last time: the rank now only waits to be ended
+        (``mpirun_exits.stay``), so SIGTERM and the timeout end it without writing again. A
+        second write would be the one mpirun's SIGKILL, a second after its SIGTERM, cuts in
+        half on a loaded machine, leaving its temporary file behind."""
+        with self._ending:
+            self.write(written_on)
+            self._final = True
+
     def _write(self, written_on: str) -> None:
         with atomic_writer(self.path) as f:
             json.dump(self.document(written_on), f, separators=(",", ":"), default=str)
@@ -155,7 +165,7 @@ class CallLogger:
         self.failure, self.traceback = failure, traceback
         with self._ending:
             self.write("exit")
-            self._closed = True
+            self._closed = self._final = True
         os.write(self._wake_w, b"\0")              # wakes the watcher, which returns
         self._watcher.join(2.0)
         if self._restore is not None:
@@ -171,10 +181,10 @@ class CallLogger:
         threading.Thread(target=self._end, daemon=True).start()
 
     def _end(self) -> None:
-        """Write the log (unless ``close`` just did), then end as SIGTERM would have --
-        holding the write lock, as ``end_process`` does."""
+        """Write the log (unless ``close`` or ``seal`` wrote the last one), then end as SIGTERM
+        would have -- holding the write lock, as ``end_process`` does."""
         with self._ending, self._writing:        # the process ends holding both
-            if not self._closed:
+            if not self._final:
                 try:
                     self._write("signal")
                 except OSError:
@@ -191,7 +201,7 @@ class CallLogger:
             if not ready:
                 timeout = None
                 with self._ending:
-                    if not self._closed:
+                    if not self._final:
                         try:
                             self.write("timeout")
                         except OSError:

@@ -59,7 +59,7 @@ def stay(logger, seconds: float) -> None:
     """Another rank prints the report and ends the job: this one writes its log and waits
     for mpirun to end it (leaving first could end the job before the report is out)."""
     if logger is not None:
-        logger.write("exit")             # (close() is the main thread's: this may be another)
+        logger.seal("exit")              # (close() is the main thread's: this may be another)
     time.sleep(seconds)
     end_process(logger, EXIT_REPORT)
 
