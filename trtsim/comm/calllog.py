@@ -77,7 +77,7 @@ def record_of(values: dict) -> CallRecord:
     if not all(isinstance(r, int) and not isinstance(r, bool) for r in ranks):
         raise ValueError(f"group_ranks {ranks!r} are not ranks")
     if values["group_kind"] == "p2p" and (values["peer"] is None or values["tag"] is None):
-        raise ValueError(f"a point-to-point {values['op']!r} has no peer or tag")  # route's
+        raise ValueError(f"a point-to-point {values['op']!r} has no peer or tag")  # .route
     return CallRecord(**dict(values, group_ranks=tuple(ranks)))
 
 
