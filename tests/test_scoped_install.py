@@ -214,6 +214,13 @@ def test_a_real_ctrl_c_in_a_rank_ends_the_launch_and_leaves_nothing_patched(apis
         MPI.COMM_WORLD.Barrier()
 
     assert threading.current_thread() is threading.main_thread()
+    threads_before = set(threading.enumerate())
     with pytest.raises(KeyboardInterrupt):
         trtsim.launch(prog, tp=2, intercept=apis, timeout=120)
     _late_launch_ended(before, apis)
+    # Every rank thread ends with the launch (a parked one woken, none left with an
+    # exception it can never take: tests/test_thread_handoff.py).
+    for thread in set(threading.enumerate()) - threads_before:
+        if thread.name.startswith("trtsim-rank-"):
+            thread.join(timeout=60)
+            assert not thread.is_alive(), thread.name

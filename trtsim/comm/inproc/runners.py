@@ -70,7 +70,7 @@ class GreenletRunner:
 class _Baton:
     """One rank thread's side of the hand-off."""
 
-    __slots__ = ("go", "value", "thread", "started", "done", "unwinding")
+    __slots__ = ("go", "value", "thread", "started", "done", "unwinding", "holding")
 
     def __init__(self):
         self.go = threading.Lock()
@@ -78,6 +78,10 @@ class _Baton:
         self.value: Any = None
         self.thread: threading.Thread | None = None
         self.started = self.done = self.unwinding = False
+        # The rank has the turn: set by the hub before it releases ``go``, cleared by the rank
+        # before it releases ``back``. The hub reads it when interrupted, because the result
+        # of its own ``back.acquire`` is lost when the interruption lands just after it.
+        self.holding = False
 
 
 class ThreadRunner:
@@ -93,7 +97,10 @@ class ThreadRunner:
     rank runs -- Ctrl-C, the watchdog's deadline, or that timeout -- is raised in the running
     rank too, as the greenlet runner would see it there (``forward``). A rank that does not
     give the baton back within ``GRACE_S`` after that is blocked in native code: it is left
-    to finish on its own (a daemon thread) and the hub goes on with the interruption."""
+    to finish on its own (a daemon thread) and the hub goes on with the interruption. A rank
+    that had already given the turn back is not interrupted: an asynchronous exception for a
+    thread parked on its ``go`` would never land, and until a thread takes it CPython (3.11)
+    keeps every thread's eval breaker set -- under a trace function, a busy loop for ever."""
 
     GRACE_S = 1.0
 
@@ -123,7 +130,9 @@ class ThreadRunner:
             self.escaped = exc
         finally:
             baton.done = True
-            self.back.release()
+            if baton.holding:           # not when an interruption landed in suspend after
+                baton.holding = False   # the turn was given back: it is given once
+                self.back.release()
 
     def resume(self, r: int, value: Any) -> None:
         baton = self.batons[r]
@@ -138,16 +147,30 @@ class ThreadRunner:
                     f"its thread could not start ({exc}): the process's limits on threads or "
                     "memory (ulimit -u, ulimit -v) were reached") from exc
             baton.thread, baton.started = thread, True
+        baton.holding = True
         baton.go.release()
         try:
             if not self.back.acquire(timeout=max(0.0, self.deadline - time.monotonic())):
-                self.forward(r, self.on_timeout)
+                self.interrupt(r, self.on_timeout, maybe_held=False)
         except BaseException as exc:      # Ctrl-C or the watchdog, in the hub: the rank
-            self.forward(r, type(exc))    # stops where it is, then the hub goes on with it
-            raise
+            self.interrupt(r, type(exc), maybe_held=True)   # stops where it is, then the
+            raise                                           # hub goes on with it
         if self.escaped is not None:
             escaped, self.escaped = self.escaped, None
             raise escaped
+
+    def interrupt(self, r: int, kind: type[BaseException], maybe_held: bool) -> None:
+        """The hub, waiting for rank ``r``, was interrupted by ``kind``: stop the rank if it
+        still has the turn (``forward``), else take ``back``, which the rank has released or
+        is releasing. ``maybe_held``: an exception interrupted the wait, perhaps just after
+        the acquire returned (its result lost), so the hub may hold ``back`` already and
+        waits for it only ``GRACE_S``."""
+        if self.batons[r].holding:
+            self.forward(r, kind)
+        elif maybe_held:
+            self.back.acquire(timeout=self.GRACE_S)
+        else:
+            self.back.acquire()
 
     def forward(self, r: int, kind: type[BaseException]) -> None:
         """Raise ``kind`` in running rank ``r`` and wait for its baton; raise it in the hub
@@ -159,10 +182,12 @@ class ThreadRunner:
                                                    ctypes.py_object(kind))
         if not self.back.acquire(timeout=self.GRACE_S):
             self.abandoned.add(r)
+            _settle_eval_breaker()
             raise kind()
 
     def suspend(self) -> Any:
         baton = self.batons[self.local.rank]
+        baton.holding = False
         self.back.release()
         baton.go.acquire()
         if baton.unwinding:
@@ -175,10 +200,30 @@ class ThreadRunner:
             if baton.started and not baton.done and r not in self.abandoned \
                     and baton.thread is not None and baton.thread.is_alive():
                 before(r)
-                baton.unwinding = True
+                baton.unwinding = baton.holding = True
                 baton.go.release()
                 self.back.acquire()
         self.escaped = None
+
+
+class _Settle(BaseException):
+    """Sent to and taken by the hub's own thread (``_settle_eval_breaker``)."""
+
+
+def _settle_eval_breaker() -> None:
+    """Clear the interpreter-wide "asynchronous exception pending" flag that an exception sent
+    to a rank blocked in native code leaves set until that rank runs Python again -- perhaps
+    never. CPython 3.11 keeps every thread's eval breaker set meanwhile, and under a trace
+    function (coverage, a debugger, hypothesis's explain phase) it re-checks it at a function's
+    first instruction for ever. Taking an exception of its own clears the flag; the rank's
+    exception stays pending for it."""
+    try:                              # it may land as the call returns, or a few bytecodes on
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(threading.get_ident()),
+                                                   ctypes.py_object(_Settle))
+        for _ in range(10000):
+            pass
+    except _Settle:
+        pass
 
 
 __all__ = ["GreenletRunner", "ThreadRunner", "ThreadStartFailed", "Unwind"]

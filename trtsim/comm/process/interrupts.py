@@ -63,7 +63,9 @@ def interrupts_held():
     and exec): a terminal's Ctrl-C waits in them until they ignore SIGINT themselves (the fork
     server does once started, which discards it; ranks forked from it inherit the mask, and
     ignore SIGINT from ``rank_main`` on). Here it
-    waits too, and reaches the launch's handler when the block ends: none is lost. (The block
+    waits too, and reaches the launch's handler when the block ends: none is lost. (Only this
+    thread blocks it: the kernel may hand a Ctrl-C to another thread of the launcher, and
+    Python then runs the handler at once -- the launcher's ``DeferredInterrupts`` notes it.) (The block
     once set SIG_IGN instead, and a Ctrl-C while the fork server started -- milliseconds, or
     seconds on a loaded machine -- was dropped: the launch ran on.) Start the resource tracker
     before: CPython's start of it unblocks SIGINT when done."""
