@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -306,7 +307,20 @@ def test_decode_is_monotone_in_batch_and_kv_len(cm, batch, extra, kv, k):
 def test_prefill_and_kv_transfer_are_monotone_in_tokens(cm, tokens, extra, prefix):
     assert cm.prefill_time(tokens + extra, 1, prefix) >= cm.prefill_time(tokens, 1, prefix) > 0
     assert cm.prefill_time(tokens, 1, prefix + extra) >= cm.prefill_time(tokens, 1, prefix)
-    assert cm.kv_transfer_time(tokens + extra) >= cm.kv_transfer_time(tokens) > 0
+    # KV moves in whole blocks, so the property holds in whole-block steps: a sliding window's
+    # live blocks straddle one block boundary more or fewer as the sequence grows by less.
+    whole = extra * cm.tokens_per_block
+    assert cm.kv_transfer_time(tokens + whole) >= cm.kv_transfer_time(tokens) > 0
+
+
+def test_a_window_layer_moves_only_the_blocks_its_window_touches():
+    """gpt-oss: every other layer has a 128-token window; blocks of 32 tokens. 193 tokens:
+    the window (66..192) touches 5 blocks; 223 tokens: 96..222 touches 4, so fewer bytes move
+    for the longer sequence. Full-attention layers move ceil(n / 32) blocks either way."""
+    cm = CostModel(H200_SXM, GPT_OSS_120B, ParallelLayout())
+    assert cm.kv_transfer_time(223) < cm.kv_transfer_time(193)
+    full = CostModel(H200_SXM, replace(GPT_OSS_120B, layer_windows=()), ParallelLayout())
+    assert full.kv_transfer_time(223) == full.kv_transfer_time(193)   # both 7 blocks a layer
 
 
 @FAST
