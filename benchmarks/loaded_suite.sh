@@ -16,8 +16,9 @@ trap 'kill $hogs 2>/dev/null' EXIT INT TERM
 status=0
 for i in $(seq "$runs"); do
   start=$(date +%s)
-  if [ "$i" = 1 ]; then timeout 1500 sh .ci/run > "$work/run$i.log" 2>&1; rc=$?
-  else timeout 1500 .venv/bin/pytest -q -n auto > "$work/run$i.log" 2>&1; rc=$?; fi
+  cmd=".venv/bin/pytest -q -n auto"
+  [ "$i" = 1 ] && cmd="sh .ci/run"
+  timeout 1500 $cmd > "$work/run$i.log" 2>&1; rc=$?
   [ "$rc" = 0 ] || status=1
   echo "run $i: status $rc, $(( $(date +%s) - start )) s, $(grep -E 'passed|failed' "$work/run$i.log" | tail -1)"
 done
