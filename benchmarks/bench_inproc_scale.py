@@ -8,7 +8,7 @@ last rank returns before its last pp_allgather, so its pp group deadlocks while 
 rank finishes (the time is until launch raises the report). Each figure is the median of
 three launches, wall time and the process's CPU time (on a shared machine the CPU time is
 the steadier figure; the header gives the load average). The deadlock check
-runs whenever a rank blocks or finishes (``comm/guard/waitgraph.py``), so both times should
+runs whenever a rank blocks or finishes (``guard/waitgraph.py``), so both times should
 grow about linearly with the ranks.
 
     python benchmarks/bench_inproc_scale.py [--max-ranks 4096] [--tp 4] [--collectives 50]

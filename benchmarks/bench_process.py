@@ -31,7 +31,8 @@ import torch
 import torch.distributed as tdist
 
 import trtsim
-from trtsim.comm.launcher import LaunchConfig, run_ranks
+from trtsim.comm.launch_config import LaunchConfig
+from trtsim.backends.run_ranks import run_ranks
 from trtsim.layout import InstanceLayout
 
 

@@ -88,8 +88,8 @@ def with_deep(doc, depth: int = 100_000, kind: bytes = b"l") -> bytes:
 
 
 def call_log(rank: int, world: int, **changes) -> dict:
-    """A trtsim call log (``comm.calllog``) of a rank that entered no call and returned."""
-    from trtsim.comm.calllog import CALL_LOG_FORMAT, CALL_LOG_VERSION, FIELDS
+    """A trtsim call log (``calls.call_log_format``) of a rank that entered no call and returned."""
+    from trtsim.calls.call_log_format import CALL_LOG_FORMAT, CALL_LOG_VERSION, FIELDS
     doc = {"format": CALL_LOG_FORMAT, "version": CALL_LOG_VERSION, "rank": rank,
            "launch": "synthetic", "started_ns": 1,
            "name": f"rank {rank}", "world_size": world, "layout": [["", "", world, 1, 1, False]],

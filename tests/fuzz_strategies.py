@@ -13,8 +13,8 @@ import yaml
 from hypothesis import strategies as st
 
 from tests import fr_synth as fr
-from trtsim.comm.calllog import encode_call, log_name
-from trtsim.comm.records import CallRecord
+from trtsim.calls.call_log_format import encode_call, log_name
+from trtsim.calls.records import CallRecord
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 leaves = (st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.integers(-3, 5)

@@ -238,7 +238,7 @@ if __name__ == "__main__":
     # what the commands import, imported once here: each child starts with them
     import torch  # noqa: F401
     import trtsim.app.cli  # noqa: F401
-    import trtsim.comm.inproc.world  # noqa: F401
+    import trtsim.backends.inproc.world  # noqa: F401
     import trtsim.jobs.dispatch  # noqa: F401
     import trtsim.jobs.perf_run  # noqa: F401
     import trtsim.jobs.replay_job  # noqa: F401

@@ -8,13 +8,14 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import trtsim
 from tests import hygiene_programs as hp
-from trtsim.comm.guard.policy import GuardPolicy
-from trtsim.comm.launcher import LaunchConfig
-from trtsim.comm.process import call_log
-from trtsim.comm.process.ledger import Ledger
-from trtsim.comm.process.record_codec import match_hash
-from trtsim.comm.process.torchdist import TorchTransport
-from trtsim.comm.records import CallRecord
+from trtsim.guard.policy import GuardPolicy
+from trtsim.comm.launch_config import LaunchConfig
+from trtsim.backends.process import call_log_writer as call_log
+from trtsim.backends.process.logged import LoggedTransport, logged_ledger
+from trtsim.backends.process.ledger import Ledger
+from trtsim.backends.process.record_codec import match_hash
+from trtsim.backends.process.transport import TorchTransport
+from trtsim.calls.records import CallRecord
 from trtsim.layout.parallel import ParallelLayout
 from trtsim.layout.places import InstanceLayout, rank_places
 
@@ -38,7 +39,7 @@ def test_a_logged_post_returns_the_ledgers_match_hash(logger, seq, label, iterat
                      "tp", (0, 1))
     ledger = Ledger.create(2)
     try:
-        logged = call_log.logged_ledger(ledger, logger)
+        logged = logged_ledger(ledger, logger)
         assert logged is not ledger
         assert logged.post(0, rec) == match_hash(rec) == ledger.read_seq_hash(0, rec)[1]
         assert logger.status == "blocked"          # and the log heard of it
@@ -49,7 +50,7 @@ def test_a_logged_post_returns_the_ledgers_match_hash(logger, seq, label, iterat
 def test_no_log_no_wrapper():
     ledger = Ledger.create(1)
     try:
-        assert call_log.logged_ledger(ledger, None) is ledger
+        assert logged_ledger(ledger, None) is ledger
     finally:
         ledger.close()
 
@@ -60,7 +61,7 @@ def test_logging_wraps_the_transport_and_changes_nothing_in_it(logger):
         transport = TorchTransport(0, ledger, {}, GuardPolicy("strict"), torch.device("cpu"),
                                    lambda err: None)
         before = dict(vars(transport))
-        wrapped = call_log.LoggedTransport(transport, logger)
+        wrapped = LoggedTransport(transport, logger)
         assert vars(transport) == before and transport.ledger is ledger
         assert wrapped.ledger is ledger and wrapped.rank == 0      # the rest passes through
     finally:

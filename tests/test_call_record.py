@@ -4,8 +4,9 @@ the keyword constructor makes, and the records a launch keeps are complete ones.
 from hypothesis import given, strategies as st
 
 import trtsim
-from trtsim.comm.launcher import LaunchConfig, run_ranks
-from trtsim.comm.records import CallRecord, record_of
+from trtsim.comm.launch_config import LaunchConfig
+from trtsim.backends.run_ranks import run_ranks
+from trtsim.calls.records import CallRecord, record_of
 from trtsim.layout import InstanceLayout
 
 texts = st.text(max_size=8)

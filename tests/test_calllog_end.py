@@ -22,8 +22,8 @@ pytestmark = pytest.mark.timeout(180)
 # exit path does not wait for the write in flight, the process ends with the write still held.
 RANK = textwrap.dedent("""
     import os, sys, threading
-    from trtsim.comm.process.call_log import CallLogger
-    from trtsim.comm.process.mpirun_exits import leave, stay
+    from trtsim.backends.process.call_log_writer import CallLogger
+    from trtsim.backends.external.mpirun_exits import leave, stay
 
     writing, proceed = threading.Event(), threading.Event()
 
@@ -75,8 +75,8 @@ def test_the_exit_path_waits_for_the_write_in_flight(tmp_path):
 # Each write is announced; the SIGTERM goes once the first is done.
 STAYING = textwrap.dedent("""
     import os, sys
-    from trtsim.comm.process.call_log import CallLogger
-    from trtsim.comm.process.mpirun_exits import stay
+    from trtsim.backends.process.call_log_writer import CallLogger
+    from trtsim.backends.external.mpirun_exits import stay
 
     class Announced(CallLogger):
         def write(self, written_on):

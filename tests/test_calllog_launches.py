@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import trtsim
 from trtsim.app.cli import main
-from trtsim.comm.calllog import CALL_LOG_FORMAT, CALL_LOG_VERSION, FIELDS, encode_call, log_name
+from trtsim.calls.call_log_format import CALL_LOG_FORMAT, CALL_LOG_VERSION, FIELDS, encode_call, log_name
 from trtsim.comm.launch_stamp import LaunchStamp
-from trtsim.comm.records import CallRecord
+from trtsim.calls.records import CallRecord
 from trtsim.postmortem.calllog import choose_launch
 from trtsim.postmortem.history import BadDump
 from trtsim.postmortem.inputs import load_job

@@ -4,7 +4,7 @@ input naming the instance at fault: a field of the census run's typed failure
 
 import pytest
 
-from trtsim.comm.errors import CollectiveMismatch, RankFailed
+from trtsim.calls.errors import CollectiveMismatch, RankFailed
 from trtsim.jobs import control_plane as cp
 from trtsim.jobs.dispatch import census_failure, run_any
 from trtsim.scenario.perf import load_perf

@@ -12,9 +12,9 @@ from hypothesis import given, strategies as st
 
 import trtsim
 from trtsim.checks import MAX_RANKS
-from trtsim.comm.guard.rules import differences
-from trtsim.comm.process.ledger import Ledger
-from trtsim.comm.process.record_codec import RecordCodec, match_hash, ranks_digest
+from trtsim.guard.rules import differences
+from trtsim.backends.process.ledger import Ledger
+from trtsim.backends.process.record_codec import RecordCodec, match_hash, ranks_digest
 from tests import deep_programs as P
 
 pytestmark = pytest.mark.timeout(240)

@@ -30,7 +30,8 @@ from tests import fault_programs as fp
 from tests import hygiene_programs as hp
 from tests import programs
 from trtsim.app.cli import main as cli_main
-from trtsim.comm.launcher import LaunchConfig, run_ranks
+from trtsim.comm.launch_config import LaunchConfig
+from trtsim.backends.run_ranks import run_ranks
 from trtsim.layout import InstanceLayout
 
 pytestmark = pytest.mark.timeout(240)
@@ -236,7 +237,7 @@ class _QuietLedger:
 
 
 def test_the_torchrun_monitor_stops_and_joins():
-    from trtsim.comm.process.torchrun import _Monitor
+    from trtsim.backends.external.torchrun import _Monitor
     ledger = _QuietLedger()
     monitor = _Monitor(ledger, [])
     wait_for(lambda: ledger.polls >= 2, 60, "monitor polls")     # it runs

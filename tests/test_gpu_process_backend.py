@@ -7,7 +7,8 @@ import torch
 
 import trtsim
 from tests import programs
-from trtsim.comm.launcher import LaunchConfig, run_ranks
+from trtsim.comm.launch_config import LaunchConfig
+from trtsim.backends.run_ranks import run_ranks
 from trtsim.layout import InstanceLayout
 
 pytestmark = [pytest.mark.gpu, pytest.mark.timeout(300)]

@@ -136,7 +136,7 @@ _FIELDS = dict(op=st.sampled_from(["allgather", "broadcast"]), seq=st.just(1),
 @given(st.fixed_dictionaries(_FIELDS), st.fixed_dictionaries(_FIELDS))
 @settings(max_examples=300, deadline=None)
 def test_ledger_hash_agrees_with_the_guard_rule(a, b):
-    from trtsim.comm.guard.rules import differences
-    from trtsim.comm.process.record_codec import match_hash
+    from trtsim.guard.rules import differences
+    from trtsim.backends.process.record_codec import match_hash
     ra, rb = trtsim.CallRecord(**a), trtsim.CallRecord(**b)
     assert (match_hash(ra) == match_hash(rb)) == (not differences(ra, rb))

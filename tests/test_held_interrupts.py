@@ -1,5 +1,5 @@
 """Ctrl-C while the launcher starts its helper processes: the helpers never see it, and the
-launcher does, once they are started (``comm/process/interrupts``). A Ctrl-C that landed while
+launcher does, once they are started (``backends/process/interrupts``). A Ctrl-C that landed while
 the fork server started used to be dropped, and the launch ran on."""
 
 import os
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import threading
 
-from trtsim.comm.process.interrupts import DeferredInterrupts, interrupts_held
+from trtsim.backends.process.interrupts import DeferredInterrupts, interrupts_held
 
 CHILD = "import time; time.sleep(60)"
 

@@ -132,7 +132,7 @@ def test_the_group_answers_every_method_torch_calls_on_a_group():
     none falls through to torch's C++ group, which has no backend behind it here."""
     import inspect
     import re
-    from trtsim.comm.inproc.c10d_group import InprocProcessGroup
+    from trtsim.backends.inproc.c10d_group import InprocProcessGroup
     called = set(re.findall(r"\bgroup\.(\w+)\(", inspect.getsource(tdist.distributed_c10d)))
     assert {"allreduce", "all_gather_single", "recv_anysource"} <= called
     own = {name for klass in InprocProcessGroup.__mro__[:-1] if klass is not tdist.ProcessGroup
@@ -150,7 +150,7 @@ def test_groups_made_by_their_members_alone_leave_later_groups_agreed(backend):
 
 
 def test_a_group_is_named_by_what_its_members_agree_on():
-    from trtsim.comm.intercept.torch_groups import GroupNames
+    from trtsim.intercept.torch.groups import GroupNames
     pair_maker, other = GroupNames(), GroupNames()
     first = pair_maker.next((0, 1), local=True)
     assert pair_maker.next((0, 1), local=True) != first          # the second of that list

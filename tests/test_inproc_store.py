@@ -8,7 +8,7 @@ import pytest
 
 import trtsim
 from tests import c10d_programs as P
-from trtsim.comm.inproc import c10d_store as S
+from trtsim.backends.inproc import c10d_store as S
 
 
 def launch(case: str, seed: int = 0):

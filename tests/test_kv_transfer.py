@@ -64,7 +64,8 @@ def test_the_fix_holds_under_lockstep():
 
 
 def test_tampered_block_is_caught():
-    from trtsim.comm.launcher import LaunchConfig, run_ranks
+    from trtsim.comm.launch_config import LaunchConfig
+    from trtsim.backends.run_ranks import run_ranks
     from trtsim.jobs import transfer_job
     from trtsim.layout import InstanceLayout
     dep = trtsim.topology("tp2_pp2")

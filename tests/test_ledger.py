@@ -8,8 +8,8 @@ import os
 from hypothesis import given, strategies as st
 
 import trtsim
-from trtsim.comm.process.ledger import Ledger
-from trtsim.comm.process.record_codec import RecordCodec, match_hash
+from trtsim.backends.process.ledger import Ledger
+from trtsim.backends.process.record_codec import RecordCodec, match_hash
 
 
 def _record(seq: int) -> trtsim.CallRecord:

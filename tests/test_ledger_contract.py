@@ -12,11 +12,11 @@ pytestmark = pytest.mark.timeout(300)
 
 CONFORMING = """
     from trtsim.comm.distributed import Transport
-    from trtsim.comm.process.ledger import Ledger
-    from trtsim.comm.process.ledger_contract import RankLedger
-    from trtsim.comm.process.logged import LoggedLedger, LoggedTransport
-    from trtsim.comm.process.store_ledger import StoreLedger
-    from trtsim.comm.process.torchdist import TorchTransport
+    from trtsim.backends.process.ledger import Ledger
+    from trtsim.backends.process.ledger_contract import RankLedger
+    from trtsim.backends.process.logged import LoggedLedger, LoggedTransport
+    from trtsim.backends.external.store_ledger import StoreLedger
+    from trtsim.backends.process.transport import TorchTransport
 
 
     def ledgers(a: Ledger, b: StoreLedger, c: LoggedLedger) -> list[RankLedger]:
@@ -28,8 +28,8 @@ CONFORMING = """
 """
 
 LOST_DIGEST = """
-    from trtsim.comm.process.logged import LoggedLedger, logged_ledger
-    from trtsim.comm.records import CallRecord
+    from trtsim.backends.process.logged import LoggedLedger, logged_ledger
+    from trtsim.calls.records import CallRecord
 
 
     class LostDigest(LoggedLedger):

@@ -6,8 +6,8 @@ import random
 
 from hypothesis import given, settings, strategies as st
 
-from trtsim.comm.guard.lockstep import LockstepTracker
-from trtsim.comm.records import CallRecord
+from trtsim.guard.lockstep import LockstepTracker
+from trtsim.calls.records import CallRecord
 
 TP, PP = 2, 3                      # ranks r = pp_rank * TP + tp_rank
 RANKS = range(TP * PP)

@@ -7,7 +7,7 @@ import pytest
 
 import trtsim
 from tests import hygiene_programs as hp
-from trtsim.comm.process.store import serve_store
+from trtsim.backends.process.store import serve_store
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from trtsim.comm.process.main_guard import ADD_GUARD
+from trtsim.backends.process.main_guard import ADD_GUARD
 
 pytestmark = pytest.mark.timeout(300)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -1,4 +1,4 @@
-"""mpi4py's buffer specs, parsed by the stand-in (trtsim/comm/intercept/mpi_buffers.py): every
+"""mpi4py's buffer specs, parsed by the stand-in (trtsim/intercept/mpi/buffers.py): every
 form over every kind of buffer names the bytes an independent model of the spec names."""
 
 import numpy as np
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trtsim.comm.intercept import mpi_buffers as buffers
-from trtsim.comm.intercept.mpi_datatypes import DATATYPES, ERR_TRUNCATE, Exception as MPIError
+from trtsim.intercept.mpi import buffers as buffers
+from trtsim.intercept.mpi.datatypes import DATATYPES, ERR_TRUNCATE, Exception as MPIError
 
 TYPES = ["BYTE", "CHAR", "INT", "INT32_T", "INT64_T", "LONG", "FLOAT", "DOUBLE", "BOOL",
          "UINT8_T", "UINT16_T", "SHORT"]

@@ -1,4 +1,4 @@
-"""A guarded mpirun job's store (``comm.process.mpirun.rendezvous``) listens on the loopback
+"""A guarded mpirun job's store (``backends.external.mpirun.rendezvous``) listens on the loopback
 interface only when the job runs on one host: no other machine can reach it and write into
 the job's ledger. Only a job that spans hosts opens it on every interface."""
 
@@ -8,14 +8,14 @@ import textwrap
 import pytest
 
 from tests.mpirun_jobs import mpirun, needs_mpi
-from trtsim.comm.process.mpirun import store_host
+from trtsim.backends.external.mpirun import store_host
 
 # Rank 0 lists the listening sockets on the store's port (/proc/net/tcp{,6}: little-endian
 # hex words, state 0A is LISTEN) after every rank has reached the store through its address.
 SCRIPT = textwrap.dedent("""
     import ipaddress, json
     from mpi4py import MPI
-    from trtsim.comm.process.mpirun import rendezvous
+    from trtsim.backends.external.mpirun import rendezvous
 
     def listeners(port):
         found = []

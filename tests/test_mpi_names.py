@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import trtsim
-from trtsim.comm.intercept import mpi_comm, mpi_datatypes, mpi_requests
-from trtsim.comm.intercept.mpi_names import NAMES, NotCovered
-from trtsim.comm.intercept.mpi_standin import standin_modules
+from trtsim.intercept.mpi import communicator as mpi_comm, datatypes as mpi_datatypes, requests as mpi_requests
+from trtsim.intercept.mpi.names import NAMES, NotCovered
+from trtsim.intercept.mpi.standin import standin_modules
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -99,8 +99,8 @@ def test_a_skipped_chunk_of_the_broadcast_protocol_is_reported_at_the_chunk():
 
 
 def test_status_counts_in_elements_of_a_type():
-    from trtsim.comm.intercept.mpi_datatypes import DATATYPES
-    from trtsim.comm.intercept.mpi_requests import UNDEFINED, Status
+    from trtsim.intercept.mpi.datatypes import DATATYPES
+    from trtsim.intercept.mpi.requests import UNDEFINED, Status
     st = Status()
     assert (st.source, st.tag, st.error, st.Get_count()) == (-1, -1, 0, 0)
     st.fill(2, 5, 20)

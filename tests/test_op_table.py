@@ -1,4 +1,4 @@
-"""The op table (trtsim.comm.ops) and the call rules in guard/ that every backend applies:
+"""The op table (trtsim.calls.ops) and the call rules in guard/ that every backend applies:
 the p2p payload rule, the list-length rule of intercepted calls, the collective entry rule,
 and when a sent message counts as taken."""
 
@@ -10,11 +10,11 @@ import pytest
 import torch
 
 import trtsim
-from trtsim.comm import semantics
-from trtsim.comm.guard import rules
-from trtsim.comm.ops import COLLECTIVES, RECEIVES, SENDS, Op, Payload, p2p_op
-from trtsim.comm.process.record_codec import match_hash
-from trtsim.comm.records import CallRecord
+from trtsim.calls import semantics
+from trtsim.guard import rules
+from trtsim.calls.ops import COLLECTIVES, RECEIVES, SENDS, Op, Payload, p2p_op
+from trtsim.backends.process.record_codec import match_hash
+from trtsim.calls.records import CallRecord
 
 pytestmark = pytest.mark.timeout(240)
 BACKENDS = ["inproc", "gloo"]

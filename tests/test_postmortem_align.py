@@ -14,7 +14,7 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trtsim.comm.records import CallRecord
+from trtsim.calls.records import CallRecord
 from trtsim.jobs.replay_job import run_replay
 from trtsim.postmortem.analysis import analyze
 from trtsim.postmortem.history import Call, RankHistory

@@ -66,9 +66,9 @@ def test_logs_say_where_each_rank_was(runs):
 _SIGNALLED = textwrap.dedent("""
     import json, os, signal, sys, time
     sys.path.insert(0, {root!r})
-    from trtsim.comm.launcher import LaunchConfig
-    from trtsim.comm.process import call_log
-    from trtsim.comm.records import CallRecord
+    from trtsim.comm.launch_config import LaunchConfig
+    from trtsim.backends.process import call_log
+    from trtsim.calls.records import CallRecord
     from trtsim.layout.parallel import ParallelLayout
     from trtsim.layout.places import InstanceLayout, rank_places
     places = rank_places([InstanceLayout("", "", ParallelLayout(tp_size=2))])

@@ -12,7 +12,8 @@ import pytest
 
 import trtsim
 from tests import programs
-from trtsim.comm.launcher import LaunchConfig, run_ranks
+from trtsim.comm.launch_config import LaunchConfig
+from trtsim.backends.run_ranks import run_ranks
 from trtsim.layout import InstanceLayout
 
 pytestmark = pytest.mark.timeout(120)

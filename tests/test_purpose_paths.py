@@ -5,7 +5,7 @@ its call site, so the site alone hides the divergence)."""
 from hypothesis import given, strategies as st
 
 import trtsim
-from trtsim.comm.purpose_paths import SEP, distinct_paths
+from trtsim.calls.purpose_paths import SEP, distinct_paths
 
 frames = st.lists(st.sampled_from(["step", "loop", "gather", "reduce", "send", "helper"]),
                   max_size=5)

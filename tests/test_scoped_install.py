@@ -16,7 +16,7 @@ import torch.distributed as tdist
 import torch.distributed._functional_collectives as funcol
 
 import trtsim
-from trtsim.comm.intercept.mpi_standin import standin_modules
+from trtsim.intercept.mpi.standin import standin_modules
 from trtsim.comm.scoped_install import depth
 
 pytestmark = pytest.mark.timeout(300)

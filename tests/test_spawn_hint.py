@@ -5,8 +5,8 @@ import subprocess
 import sys
 import textwrap
 
-from trtsim.comm.errors import launches_at_top_level
-from trtsim.comm.process.main_guard import ADD_GUARD
+from trtsim.calls.errors import launches_at_top_level
+from trtsim.backends.process.main_guard import ADD_GUARD
 
 PROG = """
 import trtsim

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from trtsim.comm.inproc.runners import ThreadRunner, Unwind
+from trtsim.backends.inproc.runners import ThreadRunner, Unwind
 
 HANG_GUARD_S = 60
 
@@ -108,7 +108,7 @@ def test_a_rank_that_has_the_turn_gets_the_interruption():
 
 ABANDONED_THEN_TRACED = textwrap.dedent("""
     import sys, threading, time
-    from trtsim.comm.inproc.runners import ThreadRunner
+    from trtsim.backends.inproc.runners import ThreadRunner
 
     def main():
         threading.Event().wait()          # blocked in native code for ever

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 import trtsim
-from trtsim.comm.launcher import LaunchConfig, run_ranks
+from trtsim.comm.launch_config import LaunchConfig
+from trtsim.backends.run_ranks import run_ranks
 from trtsim.launching import default_clock_model
 from trtsim.layout import InstanceLayout
 from trtsim.timeline.clock import ClockModel, RankClock, complete_collective, receive_time

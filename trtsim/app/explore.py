@@ -22,12 +22,12 @@ import yaml
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
-from ..comm.errors import CollectiveError
+from ..calls.errors import CollectiveError
 from ..jobs.run import RunResult, run
 from ..layout.topology import topologies, topology
 from ..scenario.functional import ScenarioError, load_raw, resolve, set_dotted
 from ..scenario.registry import kind_of
-from ..strategies import _by_size, overrides as override_strategy
+from ..strategies import by_size, overrides as override_strategy
 from ..safe_write import atomic_writer
 from .hunt import HUNTS, is_violation
 from .output import writing
@@ -162,7 +162,7 @@ def _search(vary: tuple[str, ...], examples: int, seed: int, violates,
             return find(override_strategy(vary), violates, settings=config(examples), random=rng)
         except NoSuchExample:
             return None
-    ids = _by_size(topologies())
+    ids = by_size(topologies())
     rng.shuffle(ids)
     rest = tuple(k for k in vary if k != "topology")
     if examples < len(ids):
@@ -192,7 +192,7 @@ def _polish(found: dict, vary: tuple[str, ...], violates) -> dict:
     best = dict(found)
     if "topology" in vary:
         size = topology(best["topology"]).world_size
-        for tid in _by_size(topologies()):
+        for tid in by_size(topologies()):
             if topology(tid).world_size >= size or tid == best["topology"]:
                 break
             if violates({**best, "topology": tid}):

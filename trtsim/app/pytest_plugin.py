@@ -81,7 +81,7 @@ def trtsim_launch():
     """``trtsim_launch(prog, **launch_kwargs)``: the per-rank results, or the test fails
     with the guard's report. Stateless, hence session-scoped (hypothesis's ``@given`` refuses
     function-scoped fixtures)."""
-    from ..comm.errors import CollectiveError
+    from ..calls.errors import CollectiveError
     from ..launching import launch
 
     def run(prog, **kwargs):

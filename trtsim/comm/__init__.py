@@ -1,22 +1,24 @@
-"""Communication: the Distributed API, its backends and the collective-symmetry guard.
+"""Communication: the Distributed API and what every backend shares around it.
 
 ``distributed`` (one rank's communicator, TRT-LLM's names) builds a ``CallRecord`` for every
-call and hands it to a backend's transport: ``inproc`` (all ranks in this process) or
-``process`` (torch.distributed in spawned processes, or under torchrun). Both ask the same
-``guard`` before the real call runs. ``launcher.run_ranks`` picks the backend. Imports only
-the layout and timeline wings.
+call and hands it to its ``Transport`` (a backend's: ``trtsim.backends``), which asks the
+``guard`` before the real call runs. Around it: ``origin`` (call sites and purposes),
+``markers`` (iterations), ``current`` (the rank a piece of code runs for), ``scoped_install``
+(counted patching), ``launch_config`` (``LaunchConfig``), ``outcome`` (what a launch brings
+back), ``real_collectives`` (the torch calls trtsim issues itself) and ``reissue`` (a
+replay's rank program). Imports ``guard``, ``calls``, ``timeline`` and ``layout`` only.
 """
 
 from ..layout.places import Peer
 from .distributed import Distributed
-from .errors import (
+from ..calls.errors import (
            CollectiveDeadlock,
            CollectiveError,
            CollectiveMismatch,
            CollectiveTimeout,
            RankFailed,
 )
-from .records import CallRecord
+from ..calls.records import CallRecord
 
 __all__ = ["Distributed", "Peer", "CallRecord", "CollectiveError", "CollectiveMismatch",
            "CollectiveDeadlock", "CollectiveTimeout", "RankFailed"]

@@ -23,10 +23,10 @@ from typing import Any, Protocol
 from ..layout.places import RankPlace
 from ..timeline.clock import RankClock
 from .arrays import ArrayCalls
-from .ops import OP_TABLE, Op
+from ..calls.ops import OP_TABLE, Op
 from .origin import OriginFinder
-from .records import CallRecord, record_of, signature_of
-from .reduce_op import ReduceOp, op_name
+from ..calls.records import CallRecord, record_of, signature_of
+from ..calls.reduce_op import ReduceOp, op_name
 
 
 class Transport(Protocol):

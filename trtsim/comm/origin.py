@@ -34,9 +34,12 @@ from typing import Any, Callable, Iterable
 _COMM_DIR = os.path.dirname(os.path.abspath(__file__))
 _LAUNCH_FILE = os.path.join(os.path.dirname(_COMM_DIR), "launching.py")
 # Path pieces of frames that belong to the communication layer (any install path): trtsim's
-# own, and torch.distributed's (functional collectives, device meshes, c10d's helpers reach
-# trtsim's backend through them).
-_LAYER_PARTS = ("/torch/distributed/", "/trtsim/comm/")
+# plumbing (the call vocabulary, the guard, Distributed, interception and the backends: the
+# wings under trtsim/ that carry a call, never the program code above them, such as trtsim's
+# own executor and transceiver), and torch.distributed's (functional collectives, device
+# meshes, c10d's helpers reach trtsim's backend through them).
+_LAYER_PARTS = ("/torch/distributed/", "/trtsim/calls/", "/trtsim/guard/", "/trtsim/comm/",
+                "/trtsim/intercept/", "/trtsim/backends/")
 
 
 def call_rank_program(program: Callable, dist, args: tuple) -> Any:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import CollectiveError
-from .records import CallRecord
+from ..calls.errors import CollectiveError
+from ..calls.records import CallRecord
 
 
 @dataclass

@@ -18,8 +18,8 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from .ops import Op, Payload
-from .records import CallRecord
+from ..calls.ops import Op, Payload
+from ..calls.records import CallRecord
 
 _SITE = re.compile(r"^(?P<file>.*):(?P<line>\d+) in (?P<name>.+)$")
 _TENSOR = re.compile(r"^tensor\[(?P<dtype>\w+), \((?P<shape>[\d, ]*)\)\]$")

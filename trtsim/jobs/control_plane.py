@@ -18,8 +18,9 @@ import functools
 from collections import defaultdict
 from dataclasses import asdict, replace
 
-from ..comm.errors import CollectiveError
-from ..comm.launcher import LaunchConfig, run_ranks
+from ..calls.errors import CollectiveError
+from ..comm.launch_config import LaunchConfig
+from ..backends.run_ranks import run_ranks
 from ..disagg.transceiver_config import DisaggPeers, TransceiverConfig
 from ..layout.parallel import ParallelLayout
 from ..layout.places import InstanceLayout

@@ -8,8 +8,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..comm.errors import CollectiveError, SchedulerStalled, verdict_of
-from ..comm.launcher import LaunchConfig, run_ranks
+from ..calls.errors import CollectiveError, SchedulerStalled, verdict_of
+from ..comm.launch_config import LaunchConfig
+from ..backends.run_ranks import run_ranks
 from ..comm.reissue import replay_program
 from ..layout.parallel import ParallelLayout
 from ..layout.places import InstanceLayout

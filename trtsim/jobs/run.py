@@ -6,9 +6,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..comm.errors import CollectiveError, verdict_of
-from ..comm.guard.lockstep import summarize
-from ..comm.launcher import LaunchConfig, run_ranks
+from ..calls.errors import CollectiveError, verdict_of
+from ..guard.lockstep import summarize
+from ..comm.launch_config import LaunchConfig
+from ..backends.run_ranks import run_ranks
 from ..disagg.transceiver_config import DisaggPeers
 from ..executor.report import ExecutorReport
 from ..launching import default_clock_model

@@ -22,7 +22,7 @@ import enum
 from dataclasses import KW_ONLY, dataclass, field, replace
 
 from . import device_mesh
-from .parallel import GROUP_KINDS, ParallelLayout, pp_layer_split
+from .parallel import GROUP_KINDS, ParallelLayout, group_of, pp_layer_split
 
 __all__ = ["CpType", "Mapping", "GROUP_KINDS", "ParallelLayout", "pp_layer_split"]
 
@@ -178,35 +178,15 @@ class Mapping:
     # -- groups (ranks of the instance, ascending) ---------------------------------------
     def group(self, kind: str) -> list[int]:
         """This rank's group of ``kind`` (one of GROUP_KINDS)."""
-        if kind not in GROUP_KINDS:
-            raise ValueError(f"unknown group kind {kind!r}; expected one of "
-                             f"{', '.join(GROUP_KINDS)}")
-        return getattr(self, f"{kind}_group")
+        return list(group_of(kind, self.rank, self.tp_size, self.pp_size, self.cp_size))
 
-    @property
-    def tp_group(self) -> list[int]:
-        base = self.pp_rank * self.tp_size * self.cp_size + self.cp_rank
-        return [base + i * self.cp_size for i in range(self.tp_size)]
-
-    @property
-    def pp_group(self) -> list[int]:
-        stride = self.tp_size * self.cp_size
-        return [self.rank % stride + i * stride for i in range(self.pp_size)]
-
-    @property
-    def cp_group(self) -> list[int]:
-        base = self.rank - self.cp_rank
-        return [base + i for i in range(self.cp_size)]
-
-    @property
-    def tp_cp_group(self) -> list[int]:
-        """All ranks of this rank's PP stage (TP x CP), as tp_cp_allgather uses them."""
-        stride = self.tp_size * self.cp_size
-        return list(range(self.pp_rank * stride, (self.pp_rank + 1) * stride))
-
-    @property
-    def world_group(self) -> list[int]:
-        return list(range(self.world_size))
+    tp_group = property(lambda self: self.group("tp"))
+    pp_group = property(lambda self: self.group("pp"))
+    cp_group = property(lambda self: self.group("cp"))
+    tp_cp_group = property(lambda self: self.group("tp_cp"),
+                           doc="All ranks of this rank's PP stage (TP x CP), as "
+                           "tp_cp_allgather uses them.")
+    world_group = property(lambda self: self.group("world"))
 
     tp_groups = property(lambda self: [list(g) for g in self.layout.groups("tp")])
     pp_groups = property(lambda self: [list(g) for g in self.layout.groups("pp")])

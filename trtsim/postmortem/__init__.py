@@ -7,9 +7,9 @@ ring buffer of collective entries with Python frames) or trtsim's own call log
 the rank was when the file was written. ``align`` lines the histories up per process group
 and sequence number -- never by position or by a per-process counter, since ring buffers
 drop entries unevenly across ranks -- and says what survives. ``analysis`` applies the
-guard's own rules to what is aligned (``comm.guard.rules`` for members that disagree at one
-sequence, ``comm.guard.waitfor`` for ranks that can never proceed) and builds the report the
-live guard builds (``comm.errors``). ``replay`` turns the histories into a scenario that
+guard's own rules to what is aligned (``guard.rules`` for members that disagree at one
+sequence, ``guard.waitfor`` for ranks that can never proceed) and builds the report the
+live guard builds (``calls.errors``). ``replay`` turns the histories into a scenario that
 re-issues each rank's recorded calls on the inproc backend, where the guard reports the
 same thing again, deterministically.
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from ..comm.errors import CollectiveError, RankFailed, verdict_of
-from ..comm.guard.policy import GuardPolicy
-from ..comm.guard.waitfor import (BLOCKED, DONE, FAILED, RankState, deadlock_error,
+from ..calls.errors import CollectiveError, RankFailed, verdict_of
+from ..guard.policy import GuardPolicy
+from ..guard.waitfor import (BLOCKED, DONE, FAILED, RankState, deadlock_error,
                                   find_deadlock, timeout_error, waits_for)
 from .align import Alignment, align
 from .history import CALL_LOG, gc_paused

@@ -1,4 +1,4 @@
-"""Reading trtsim's own call logs (``launch(..., log_dir=...)``; format: ``comm.calllog``).
+"""Reading trtsim's own call logs (``launch(..., log_dir=...)``; format: ``calls.call_log_format``).
 
 A call log holds what the Flight Recorder cannot: labels, executor iterations, p2p calls with
 their tags and pending sends, roots and reduce ops, and the rank's own state (blocked in a
@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 
 from ..checks import MAX_CALL_LOG_BYTES, MAX_DEPTH, MAX_LOG_FILES, MAX_RANKS, json_depth_within
-from ..comm.calllog import CALL_LOG_FORMAT, CALL_LOG_VERSION, FIELDS, WRITTEN_ON, decode_call
-from ..comm.guard.waitfor import BLOCKED
+from ..calls.call_log_format import CALL_LOG_FORMAT, CALL_LOG_VERSION, FIELDS, WRITTEN_ON, decode_call
+from ..guard.waitfor import BLOCKED
 from ..comm.launch_stamp import LaunchStamp
 from ..comm.origin import short_site
 from .history import CALL_LOG, STATUSES, BadDump, Call, RankHistory

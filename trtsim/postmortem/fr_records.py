@@ -27,9 +27,9 @@ What maps how (facts of torch 2.13's recorder, /work/research/flight_recorder.md
 
 from __future__ import annotations
 
-from ..comm.guard.waitfor import BLOCKED, DONE
+from ..guard.waitfor import BLOCKED, DONE
 from ..comm.origin import origin_of_frames
-from ..comm.records import CallRecord
+from ..calls.records import CallRecord
 from .dumps import FRDump, FREntry
 from .history import Call, RankHistory
 

@@ -7,8 +7,8 @@ import gc
 from dataclasses import dataclass, field
 
 from ..checks import MAX_ERROR_LINE, MAX_EXCERPT
-from ..comm.guard.waitfor import BLOCKED, DONE, FAILED, RUNNING
-from ..comm.records import CallRecord
+from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING
+from ..calls.records import CallRecord
 
 STATUSES = (RUNNING, BLOCKED, DONE, FAILED)
 FR_PICKLE, FR_JSON, CALL_LOG = "flight recorder pickle", "flight recorder json", "trtsim call log"

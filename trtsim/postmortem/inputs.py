@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..checks import MAX_FILES, MAX_RANKS, excerpt
-from ..comm.calllog import rank_of_name
+from ..calls.call_log_format import rank_of_name
 from .calllog import choose_launch
 from .dumps import NOT_DUMPS, rank_of_dump_name, read_dump
 from .fr_records import fr_histories

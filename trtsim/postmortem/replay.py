@@ -19,9 +19,9 @@ import json
 from dataclasses import dataclass
 
 from ..checks import MAX_RANKS, excerpt
-from ..comm.calllog import RECORD_FIELDS, encode_call, record_of
-from ..comm.guard.rules import differences
-from ..comm.guard.waitfor import BLOCKED, FAILED
+from ..calls.call_log_format import RECORD_FIELDS, encode_call, record_of
+from ..guard.rules import differences
+from ..guard.waitfor import BLOCKED, FAILED
 from ..comm.reissue import RankScript
 from .analysis import Analysis
 from .history import BadDump

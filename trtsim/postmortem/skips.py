@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..comm.errors import CollectiveError, rank_name
-from ..comm.guard.rules import differences, purpose_text
-from ..comm.records import CallRecord
+from ..calls.errors import CollectiveError, rank_name
+from ..guard.rules import differences, purpose_text
+from ..calls.records import CallRecord
 from .align import Alignment, GroupView
 
 

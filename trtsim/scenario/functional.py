@@ -15,10 +15,10 @@ from dataclasses import dataclass, field, fields
 from typing import Literal
 
 from ..checks import MAX_TIMEOUT_S, require_seconds
-from ..comm.errors import VERDICTS
-from ..comm.intercept import INTERCEPTABLE, check_names as check_intercept
-from ..comm.guard.policy import GUARDS
-from ..comm.launcher import BACKENDS
+from ..calls.errors import VERDICTS
+from ..comm.launch_config import INTERCEPTABLE, check_intercept
+from ..guard.policy import GUARDS
+from ..comm.launch_config import BACKENDS
 from ..comm.markers import resolve as resolve_marker
 from ..disagg.transceiver_config import TransceiverConfig
 from ..executor.config import ExecutorConfig, ServingWorkload

@@ -1,0 +1,5 @@
+"""Ranks that another launcher started: torchrun's workers (``torchrun``) and an mpirun job's
+processes (``mpirun``, ``mpirun_exits``), each its own rank over the job's TCP store, with
+the store-backed ledger (``store_ledger``) in place of the spawned ranks' shared memory. The
+rank side is the process backend's (``process.rank_start``, ``process.transport``).
+"""

@@ -1,0 +1,36 @@
+"""run_ranks: run one rank program on every rank of a launch, on the chosen backend."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from ..layout.places import InstanceLayout, group_table, rank_places
+from ..comm.launch_config import LaunchConfig, check_log_dir
+from ..comm.launch_stamp import LaunchStamp
+from .inproc.world import InprocWorld
+from ..comm.outcome import LaunchOutcome
+from .process.spawn import run_processes
+from .external.torchrun import run_this_rank, torchrun_mode
+
+
+def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
+              config: LaunchConfig, progress: Callable[[str], None] | None = None) -> LaunchOutcome:
+    """Run ``program(dist, *args)`` on every rank; the outcome carries results or the report.
+    ``progress`` receives a line about once a second on long runs."""
+    places = rank_places(instances, config.delays)
+    groups = group_table(instances)
+    if config.log_dir is not None:
+        check_log_dir(config.log_dir)               # before any rank starts
+    if config.backend == "inproc":
+        world = InprocWorld(places, config, groups, progress)
+        return world.run(program, tuple(args))
+    mode = torchrun_mode(config.backend)
+    if mode is not None:
+        outcome = run_this_rank(places, program, tuple(args), config, groups)
+        outcome.notes.insert(0, mode)
+        return outcome
+    if config.log_dir is not None and config.launch is None:
+        config = replace(config, launch=LaunchStamp.new())   # one stamp for every rank
+    return run_processes(places, program, tuple(args), config, groups, progress)
+

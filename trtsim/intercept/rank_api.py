@@ -1,0 +1,98 @@
+"""Communicators of intercepted APIs, and the bridge from their calls to a rank's Distributed.
+
+A ``Comm`` is one communicator as every member sees it: an id all members agree on (built
+from the order of collective creation, which every member shares), its global ranks in
+communicator order, and the kind a report names it by (``tp`` when its rank set is the
+caller's TP group, ``world`` for the whole launch, else ``group``). ``RankAPI`` is one rank's
+entry point: it records and guards each intercepted call through the rank's Distributed, so
+purposes, iterations, the census and the reports are the same as for Distributed's own calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..comm.current import current
+
+
+@dataclass(frozen=True)
+class Comm:
+    """One intercepted communicator (torch process group, MPI communicator)."""
+
+    id: str
+    ranks: tuple[int, ...]
+
+    def index(self, global_rank: int, what: str = "rank") -> int:
+        """The group index of a global rank; ValueError when it is no member."""
+        try:
+            return self.ranks.index(global_rank)
+        except ValueError:
+            raise ValueError(f"{what} {global_rank} is not in the group {list(self.ranks)}") \
+                from None
+
+
+@dataclass
+class RankAPI:
+    """One rank's view for intercepted APIs: its Distributed and per-API state."""
+
+    dist: Any
+    state: dict = field(default_factory=dict)       # api name -> that API's rank state
+    _kinds: dict = field(default_factory=dict, repr=False)   # communicator ranks -> kind
+
+    @property
+    def rank(self) -> int:
+        return self.dist.global_rank
+
+    @property
+    def world(self) -> tuple[int, ...]:
+        """Every global rank of the launch (what torch's and MPI's world is here)."""
+        offsets = self.dist.place.offsets
+        return tuple(range(sum(size for _, _, size in offsets) if offsets else
+                           self.dist.world_size))
+
+    @property
+    def real(self) -> bool:
+        """The backend runs real collectives (processes): calls run underneath the guard."""
+        return bool(getattr(self.dist._transport, "runs_real_calls", False))
+
+    def kind_of(self, ranks: tuple[int, ...]) -> str:
+        """How reports name a communicator over ``ranks``: a group kind of the layout when the
+        set is one of this rank's groups, ``world`` for the whole launch, else ``group``."""
+        members = tuple(sorted(ranks))
+        if members == self.world:
+            return "world"
+        for kind, group in self.dist.place.groups().items():
+            if members == tuple(sorted(group)) and len(members) > 1:
+                return kind                  # the first kind that fits: tp before tp_cp
+        return "group"
+
+    def collective(self, comm: Comm, op: str, payload, api: str, root: int | None = None,
+                   reduce_op: str | None = None, run: Callable | None = None):
+        kind = self._kinds.get(comm.ranks)         # the same on every call: worked out once
+        if kind is None:
+            kind = self._kinds[comm.ranks] = self.kind_of(comm.ranks)
+        return self.dist._collective(kind, op, payload, None, root,
+                                     reduce_op, group=comm.ranks, comm=comm.id, api=api,
+                                     run=run)
+
+    def send(self, op: str, payload, peer: int, tag: int, api: str, blocking: bool,
+             run: Callable | None = None):
+        return self.dist._p2p(op, payload, peer, tag, None, blocking, global_peer=True, api=api,
+                              run=run)
+
+    def recv(self, op: str, buffer, peer: int, tag: int, api: str, blocking: bool,
+             run: Callable | None = None):
+        return self.dist._p2p(op, buffer, peer, tag, None, blocking, global_peer=True, api=api,
+                              run=run)
+
+
+def rank_api(what: str) -> RankAPI:
+    """The current rank's RankAPI; RuntimeError outside a launched rank."""
+    dist = current()
+    if dist is None:
+        raise RuntimeError(f"{what} was called outside a rank of trtsim.launch(..., intercept=...)")
+    api = getattr(dist, "_rank_api", None)
+    if api is None:
+        api = dist._rank_api = RankAPI(dist)
+    return api
