@@ -18,9 +18,9 @@ broadcasts pass on to their communicator.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
-from ..layout.places import RankPlace
+from ..layout.places import Peer, RankPlace
 from ..timeline.clock import RankClock
 from .arrays import ArrayCalls
 from ..calls.ops import OP_TABLE, Op
@@ -38,6 +38,10 @@ class Transport(Protocol):
     def recv(self, rec: CallRecord, buffer: Any, blocking: bool, run=None) -> Any: ...
     def set_iteration(self, iteration: int) -> None: ...
     def delay(self, seconds: float) -> None: ...
+
+    @property
+    def runs_real_calls(self) -> bool:
+        """An intercepted API's real call runs underneath the guard (processes)."""
 
 
 # The ops this class enters, as the plain strings a record carries: an ``Op`` member formats
@@ -75,7 +79,9 @@ class Distributed(ArrayCalls):
                                                          place.delay)
         self.census: Counter = Counter()   # (iteration, group kind, label or op) -> calls
         self.notes: list[str] = []         # what this rank's backend chose and why (results.notes)
-        self._rank_api: Any = None         # intercept.comms.RankAPI, made on first use
+        # What interception keeps for this rank (``intercept.rank_api.RankAPI.of`` makes it
+        # on first use, and is the one place that sets it): comm knows nothing of its type.
+        self.intercepted: object | None = None
 
     # -- identity (TensorRT-LLM's properties) --------------------------------------------
     rank = property(lambda self: self.mapping.rank)
@@ -122,6 +128,17 @@ class Distributed(ArrayCalls):
         import torch
         return getattr(self._transport, "device", None) or torch.device("cpu")
 
+    @property
+    def runs_real_calls(self) -> bool:
+        """Whether the backend runs real collectives (processes), so an intercepted API's real
+        call runs underneath the guard; on inproc trtsim computes the results itself."""
+        return self._transport.runs_real_calls
+
+    def pause(self, seconds: float) -> None:
+        """Wait ``seconds`` without a call: real time on the process backends; on inproc,
+        scheduling steps in which every other runnable rank may move first."""
+        self._transport.delay(seconds)
+
     def note(self, text: str) -> None:
         """Tell the launch's ``results.notes`` what this rank's backend chose (once per text)."""
         if text not in self.notes:
@@ -138,16 +155,16 @@ class Distributed(ArrayCalls):
 
     # -- gathers -------------------------------------------------------------------------
     def allgather(self, obj, *, label: str | None = None) -> list:
-        return self._collective("world", _ALLGATHER, obj, label)
+        return self.issue_collective("world", _ALLGATHER, obj, label)
 
     def tp_allgather(self, obj, chunk_size=None, *, small_payload=False, label=None) -> list:
-        return self._collective("tp", _ALLGATHER, obj, label)
+        return self.issue_collective("tp", _ALLGATHER, obj, label)
 
     def cp_allgather(self, obj, chunk_size=None, *, small_payload=False, label=None) -> list:
-        return self._collective("cp", _ALLGATHER, obj, label)
+        return self.issue_collective("cp", _ALLGATHER, obj, label)
 
     def pp_allgather(self, obj, chunk_size=None, *, label: str | None = None) -> list:
-        return self._collective("pp", _ALLGATHER, obj, label)
+        return self.issue_collective("pp", _ALLGATHER, obj, label)
 
     def tp_cp_allgather(self, obj, *, small_payload=False, label: str | None = None) -> list:
         """Every TP x CP rank's object, TP-major: CP gather first, then TP, each only when its
@@ -160,29 +177,29 @@ class Distributed(ArrayCalls):
     def tp_gather(self, obj, root: int = 0, chunk_size=None, *, dst: int | None = None,
                   label: str | None = None) -> list | None:
         """Every TP rank's object on the root (index in the group, or ``dst=``); None elsewhere."""
-        return self._collective("tp", _GATHER, obj, label, root=root if dst is None else dst)
+        return self.issue_collective("tp", _GATHER, obj, label, root=root if dst is None else dst)
 
     def pp_gather(self, obj, root: int = 0, chunk_size=None, *, dst: int | None = None,
                   label: str | None = None) -> list | None:
-        return self._collective("pp", _GATHER, obj, label, root=root if dst is None else dst)
+        return self.issue_collective("pp", _GATHER, obj, label, root=root if dst is None else dst)
 
     # -- broadcasts ----------------------------------------------------------------------
     def broadcast(self, obj, root: int = 0, chunk_size=None, prefer_cpu=False, *,
                   label: str | None = None):
-        return self._collective("world", _BROADCAST, obj, label, root=root)
+        return self.issue_collective("world", _BROADCAST, obj, label, root=root)
 
     def broadcast_or_none(self, obj, root: int = 0, *, label: str | None = None):
         """The root's object on every rank, or None everywhere when the root passed None."""
-        return self._collective("world", _BROADCAST, obj, label, root=root)
+        return self.issue_collective("world", _BROADCAST, obj, label, root=root)
 
     def tp_broadcast(self, obj, root: int = 0, chunk_size=None, *, label=None, **kwargs):
-        return self._collective("tp", _BROADCAST, obj, label, root=root)
+        return self.issue_collective("tp", _BROADCAST, obj, label, root=root)
 
     def cp_broadcast(self, obj, root: int = 0, chunk_size=None, *, label=None, **kwargs):
-        return self._collective("cp", _BROADCAST, obj, label, root=root)
+        return self.issue_collective("cp", _BROADCAST, obj, label, root=root)
 
     def pp_broadcast(self, obj, root: int = 0, *, label: str | None = None):
-        return self._collective("pp", _BROADCAST, obj, label, root=root)
+        return self.issue_collective("pp", _BROADCAST, obj, label, root=root)
 
     def tp_cp_broadcast(self, obj, root: int = 0, *, label: str | None = None, **kwargs):
         """Broadcast over TP, then over CP, each only when its size exceeds 1."""
@@ -196,55 +213,55 @@ class Distributed(ArrayCalls):
     def allreduce(self, obj, op=ReduceOp.SUM, *, label: str | None = None):
         """Numbers or tensors, reduced with ``op`` (a ReduceOp of TRT-LLM's or torch's, or a
         name); every rank gets the result."""
-        return self._collective("world", _ALLREDUCE, obj, label, reduce_op=op_name(op))
+        return self.issue_collective("world", _ALLREDUCE, obj, label, reduce_op=op_name(op))
 
     def tp_allreduce(self, obj, op=ReduceOp.SUM, *, label: str | None = None):
-        return self._collective("tp", _ALLREDUCE, obj, label, reduce_op=op_name(op))
+        return self.issue_collective("tp", _ALLREDUCE, obj, label, reduce_op=op_name(op))
 
     def barrier(self, *, label: str | None = None) -> None:
-        self._collective("world", _BARRIER, None, label)
+        self.issue_collective("world", _BARRIER, None, label)
 
     def tp_barrier(self, *, label: str | None = None) -> None:
-        self._collective("tp", _BARRIER, None, label)
+        self.issue_collective("tp", _BARRIER, None, label)
 
     # -- point to point (objects and tensors) --------------------------------------------
     def send_object(self, obj, dest, tag: int = 0, *, label: str | None = None) -> None:
-        self._p2p(_SEND_OBJECT, obj, dest, tag, label, blocking=True)
+        self.issue_p2p(_SEND_OBJECT, obj, dest, tag, label, blocking=True)
 
     def isend_object(self, obj, dest, tag: int = 0, *, label: str | None = None):
         """Send without waiting; the returned handle's ``wait()`` blocks until received."""
-        return self._p2p(_ISEND_OBJECT, obj, dest, tag, label, blocking=False)
+        return self.issue_p2p(_ISEND_OBJECT, obj, dest, tag, label, blocking=False)
 
     def recv_object(self, src, tag: int = 0, *, label: str | None = None):
-        return self._p2p(_RECV_OBJECT, None, src, tag, label)
+        return self.issue_p2p(_RECV_OBJECT, None, src, tag, label)
 
     recv_object_from_isend = recv_object        # the older TorchDist spelling
 
     def irecv_object(self, src, tag: int = 0, *, label: str | None = None):
         """Post a receive without waiting; the handle's ``is_completed()`` polls and
         ``wait()`` returns the object."""
-        return self._p2p(_IRECV_OBJECT, None, src, tag, label, blocking=False)
+        return self.issue_p2p(_IRECV_OBJECT, None, src, tag, label, blocking=False)
 
     def send_tensor(self, t, dest, tag: int = 0, *, label: str | None = None) -> None:
-        self._p2p(_SEND_TENSOR, t, dest, tag, label, blocking=True)
+        self.issue_p2p(_SEND_TENSOR, t, dest, tag, label, blocking=True)
 
     def isend_tensor(self, t, dest, tag: int = 0, *, label: str | None = None):
-        return self._p2p(_ISEND_TENSOR, t, dest, tag, label, blocking=False)
+        return self.issue_p2p(_ISEND_TENSOR, t, dest, tag, label, blocking=False)
 
     def recv_tensor(self, t, src, tag: int = 0, *, label: str | None = None):
         """Receive into ``t`` (same dtype and shape as the sent tensor) and return it."""
-        return self._p2p(_RECV_TENSOR, t, src, tag, label)
+        return self.issue_p2p(_RECV_TENSOR, t, src, tag, label)
 
     def irecv_tensor(self, t, src, tag: int = 0, *, label: str | None = None):
         """Post a receive into ``t`` without waiting; ``wait()`` returns ``t`` filled."""
-        return self._p2p(_IRECV_TENSOR, t, src, tag, label, blocking=False)
+        return self.issue_p2p(_IRECV_TENSOR, t, src, tag, label, blocking=False)
 
     # -- plumbing ------------------------------------------------------------------------
     def group_ranks(self, kind: str) -> tuple[int, ...]:
         """Global ranks of this rank's group of ``kind`` (tp, pp, cp, tp_cp, world)."""
         return self._groups[kind]
 
-    def _resume_at(self, rec: CallRecord) -> None:
+    def resume_at(self, rec: CallRecord) -> None:
         """Make ``rec``'s sequence this rank's next on its communicator (a replay re-issues
         recorded calls at their recorded sequences)."""
         if rec.is_p2p:
@@ -252,12 +269,14 @@ class Distributed(ArrayCalls):
         else:
             self._seq[(rec.group_kind, rec.group_ranks, rec.comm)] = rec.seq - 1
 
-    def _collective(self, kind: str, op: str, payload, label, root=None, reduce_op=None,
-                    group: tuple[int, ...] | None = None, comm: str = "", api: str = "",
-                    run=None):
-        """Record and guard one collective. ``group``/``comm``/``api`` name an intercepted
-        communicator; ``run`` executes the real call where a backend runs real collectives
-        (the inproc backend computes the result itself)."""
+    def issue_collective(self, kind: str, op: str, payload: object, label: str | None,
+                         root: int | None = None, reduce_op: str | None = None,
+                         group: tuple[int, ...] | None = None, comm: str = "", api: str = "",
+                         run: Callable[[], object] | None = None) -> Any:
+        """Record and guard one collective of ``op`` on this rank's group of ``kind``, and
+        return its result. ``group``/``comm``/``api`` name an intercepted communicator; ``run``
+        executes the real call where a backend runs real collectives (the inproc backend
+        computes the result itself). The call site is found from here, two frames up."""
         group = group or self._groups[kind]
         if root is not None and not (isinstance(root, int) and 0 <= root < len(group)):
             raise ValueError(f"{kind}_{op}: root={root!r} is not an index of the {kind} "
@@ -280,11 +299,12 @@ class Distributed(ArrayCalls):
             return self._transport.collective(rec, payload)
         return self._transport.collective(rec, payload, run)
 
-    def _p2p(self, op: str, payload, peer, tag: int, label, blocking: bool = True,
-             global_peer: bool = False, api: str = "", run=None):
+    def issue_p2p(self, op: str, payload: object, peer: int | Peer, tag: int,
+                  label: str | None, blocking: bool = True, global_peer: bool = False,
+                  api: str = "", run: Callable[[], object] | None = None) -> Any:
         """Record and guard one point-to-point call; ``global_peer``: ``peer`` is a global rank
         of the launch (torch's and MPI's spelling) rather than a rank of this instance."""
-        other = peer if global_peer else self.place.peer_global(peer)
+        other = peer if global_peer and isinstance(peer, int) else self.place.peer_global(peer)
         me = self._global_rank
         if self._delay:
             self._transport.delay(self._delay)

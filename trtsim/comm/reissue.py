@@ -126,12 +126,13 @@ class FrameMaker:
 
 def _issue(dist, rec: CallRecord) -> Any:
     payload = payload_of(rec)
-    dist._resume_at(rec)                               # the recorded sequence, not ours
+    dist.resume_at(rec)                                # the recorded sequence, not ours
     if rec.is_p2p:
-        return dist._p2p(rec.op, payload, rec.peer, rec.tag, rec.label,
-                         blocking=Op.of(rec.op).blocking, global_peer=True, api=rec.api)
-    return dist._collective(rec.group_kind, rec.op, payload, rec.label, rec.root,
-                            rec.reduce_op, group=rec.group_ranks, comm=rec.comm, api=rec.api)
+        return dist.issue_p2p(rec.op, payload, rec.peer, rec.tag, rec.label,
+                              blocking=Op.of(rec.op).blocking, global_peer=True, api=rec.api)
+    return dist.issue_collective(rec.group_kind, rec.op, payload, rec.label, rec.root,
+                                 rec.reduce_op, group=rec.group_ranks, comm=rec.comm,
+                                 api=rec.api)
 
 
 class ReplayFailure(Exception):
@@ -146,7 +147,7 @@ def _wait_turn(dist, rec: CallRecord, turn: int, entered: dict) -> None:
     for _ in range(100_000):
         if entered.get(key, 0) >= turn:
             break
-        dist._transport.delay(0.001)        # the inproc backend: one scheduling step aside
+        dist.pause(0.001)                   # the inproc backend: one scheduling step aside
     entered[key] = max(entered.get(key, 0), turn + 1)
 
 

@@ -43,14 +43,15 @@ class Interception:
         return standins()
 
     def attach(self, dist) -> None:
-        api = dist._rank_api = dist._rank_api or RankAPI(dist)
+        api = RankAPI.of(dist)
         if "torch" in self.names:
             from .torch.groups import TorchRank
-            api.state["torch"] = TorchRank(api, self.real_torch, self.inproc)
-            api.state["torch"].start()
+            torch_rank = TorchRank(api, self.real_torch, self.inproc)
+            api.attach(torch_rank)
+            torch_rank.start()
         if "mpi" in self.names:
             from .mpi.standin import MPIRank
-            api.state["mpi"] = MPIRank(api)
+            api.attach(MPIRank(api))
 
 
 @contextlib.contextmanager

@@ -10,10 +10,13 @@ purposes, iterations, the census and the reports are the same as for Distributed
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import Callable, TypeVar
 
 from ..comm.current import current
+from ..comm.distributed import Distributed
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -32,13 +35,34 @@ class Comm:
                 from None
 
 
-@dataclass
 class RankAPI:
-    """One rank's view for intercepted APIs: its Distributed and per-API state."""
+    """One rank's view for intercepted APIs: its Distributed and each API's rank state
+    (``extension``: the torch stand-in's ``TorchRank``, the MPI stand-in's ``MPIRank``).
+    ``RankAPI.of(dist)`` is the one way to get it: made on first use, kept on the
+    Distributed (``Distributed.intercepted``)."""
 
-    dist: Any
-    state: dict = field(default_factory=dict)       # api name -> that API's rank state
-    _kinds: dict = field(default_factory=dict, repr=False)   # communicator ranks -> kind
+    def __init__(self, dist: Distributed):
+        self.dist = dist
+        self._extensions: dict[type, object] = {}      # state class -> this rank's instance
+        self._kinds: dict[tuple[int, ...], str] = {}   # communicator ranks -> kind
+
+    @classmethod
+    def of(cls, dist: Distributed) -> RankAPI:
+        """``dist``'s RankAPI, made and kept on first use."""
+        api = dist.intercepted
+        if not isinstance(api, cls):
+            api = cls(dist)
+            dist.intercepted = api
+        return api
+
+    def attach(self, state: object) -> None:
+        """Keep one API's state for this rank (one per class)."""
+        self._extensions[type(state)] = state
+
+    def extension(self, cls: type[T]) -> T | None:
+        """This rank's state of class ``cls``, or None when that API is not intercepted."""
+        state = self._extensions.get(cls)
+        return state if isinstance(state, cls) else None
 
     @property
     def rank(self) -> int:
@@ -54,7 +78,7 @@ class RankAPI:
     @property
     def real(self) -> bool:
         """The backend runs real collectives (processes): calls run underneath the guard."""
-        return bool(getattr(self.dist._transport, "runs_real_calls", False))
+        return self.dist.runs_real_calls
 
     def kind_of(self, ranks: tuple[int, ...]) -> str:
         """How reports name a communicator over ``ranks``: a group kind of the layout when the
@@ -67,24 +91,24 @@ class RankAPI:
                 return kind                  # the first kind that fits: tp before tp_cp
         return "group"
 
-    def collective(self, comm: Comm, op: str, payload, api: str, root: int | None = None,
-                   reduce_op: str | None = None, run: Callable | None = None):
+    def collective(self, comm: Comm, op: str, payload: object, api: str,
+                   root: int | None = None, reduce_op: str | None = None,
+                   run: Callable[[], object] | None = None) -> object:
         kind = self._kinds.get(comm.ranks)         # the same on every call: worked out once
         if kind is None:
             kind = self._kinds[comm.ranks] = self.kind_of(comm.ranks)
-        return self.dist._collective(kind, op, payload, None, root,
-                                     reduce_op, group=comm.ranks, comm=comm.id, api=api,
-                                     run=run)
+        return self.dist.issue_collective(kind, op, payload, None, root, reduce_op,
+                                          group=comm.ranks, comm=comm.id, api=api, run=run)
 
-    def send(self, op: str, payload, peer: int, tag: int, api: str, blocking: bool,
-             run: Callable | None = None):
-        return self.dist._p2p(op, payload, peer, tag, None, blocking, global_peer=True, api=api,
-                              run=run)
+    def send(self, op: str, payload: object, peer: int, tag: int, api: str, blocking: bool,
+             run: Callable[[], object] | None = None) -> object:
+        return self.dist.issue_p2p(op, payload, peer, tag, None, blocking, global_peer=True,
+                                   api=api, run=run)
 
-    def recv(self, op: str, buffer, peer: int, tag: int, api: str, blocking: bool,
-             run: Callable | None = None):
-        return self.dist._p2p(op, buffer, peer, tag, None, blocking, global_peer=True, api=api,
-                              run=run)
+    def recv(self, op: str, buffer: object, peer: int, tag: int, api: str, blocking: bool,
+             run: Callable[[], object] | None = None) -> object:
+        return self.dist.issue_p2p(op, buffer, peer, tag, None, blocking, global_peer=True,
+                                   api=api, run=run)
 
 
 def rank_api(what: str) -> RankAPI:
@@ -92,7 +116,4 @@ def rank_api(what: str) -> RankAPI:
     dist = current()
     if dist is None:
         raise RuntimeError(f"{what} was called outside a rank of trtsim.launch(..., intercept=...)")
-    api = getattr(dist, "_rank_api", None)
-    if api is None:
-        api = dist._rank_api = RankAPI(dist)
-    return api
+    return RankAPI.of(dist)

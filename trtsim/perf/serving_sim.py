@@ -147,105 +147,123 @@ def _ctx_step(cfg, models, take, add) -> float:
 def _run(cfg, models, rng, add, events):
     """The benchmark's run of ``num_prompts`` requests at ``concurrency``: (records, each
     distinct generation step and how often it ran)."""
-    bench = cfg.benchmark
-    records = [RequestRecord(0.0, bench.input_length, 0) for _ in range(bench.num_prompts)]
-    heap: list[tuple] = []                  # (time, order, kind, payload)
-    order = 0
-    gen_steps: dict[IterationTime, int] = {}
+    return _Simulation(cfg, models, rng, add, events).run()
 
-    def push(t, kind, payload):
-        nonlocal order
-        order += 1
-        heapq.heappush(heap, (t, order, kind, payload))
 
-    next_request = 0
-    ctx_queue: list[list[int]] = [[] for _ in range(cfg.ctx.servers)]
-    ctx_busy = [False] * cfg.ctx.servers
-    gen_active: list[list[int]] = [[] for _ in range(cfg.gen.servers)]
-    gen_waiting: list[list[int]] = [[] for _ in range(cfg.gen.servers)]
-    gen_busy = [False] * cfg.gen.servers
-    nic_free = [0.0] * cfg.gen.servers
-    kv_len: dict[int, int] = {}
+class _Simulation:
+    """One benchmark run as discrete events on a heap of (time, order, kind, payload): ``ctx``
+    (a context server's next prefill batch), ``kv`` (a request's KV cache reaches its
+    generation server), ``gen`` (a generation server's next step). ``order`` breaks time ties
+    in push order, so the run is deterministic in the seed."""
 
-    def send(t):
-        nonlocal next_request
-        rid = next_request
-        next_request += 1
-        records[rid].send = t
-        server = rid % cfg.ctx.servers
-        ctx_queue[server].append(rid)
-        if not ctx_busy[server]:          # one prefill batch at a time per context server
-            ctx_busy[server] = True
-            push(t, "ctx", server)
+    def __init__(self, cfg, models, rng, add, events):
+        self.cfg, self.models, self.rng, self.add, self.events = cfg, models, rng, add, events
+        bench = self.bench = cfg.benchmark
+        self.records = [RequestRecord(0.0, bench.input_length, 0)
+                        for _ in range(bench.num_prompts)]
+        self.heap: list[tuple] = []
+        self.order = 0
+        self.gen_steps: dict[IterationTime, int] = {}
+        self.next_request = 0
+        self.ctx_queue: list[list[int]] = [[] for _ in range(cfg.ctx.servers)]
+        self.ctx_busy = [False] * cfg.ctx.servers
+        self.gen_active: list[list[int]] = [[] for _ in range(cfg.gen.servers)]
+        self.gen_waiting: list[list[int]] = [[] for _ in range(cfg.gen.servers)]
+        self.gen_busy = [False] * cfg.gen.servers
+        self.nic_free = [0.0] * cfg.gen.servers
+        self.kv_len: dict[int, int] = {}
 
-    for _ in range(min(bench.concurrency, bench.num_prompts)):
-        send(0.0)
-    while heap:
-        t, _, kind, payload = heapq.heappop(heap)
-        if kind == "ctx":
-            server = payload
-            queue = ctx_queue[server]
-            if not queue:
-                ctx_busy[server] = False
-                continue
-            take = _ctx_batch(cfg.ctx, queue, bench.input_length)
-            del queue[:len(take)]
-            done = t + _ctx_step(cfg, models, take, add)
-            events.append((f"ctx{server}", t, done, "prefill"))
-            for rid in take:
-                gsrv = rid % cfg.gen.servers
-                arrive = max(done, nic_free[gsrv]) + models.transfer(bench.input_length)
-                nic_free[gsrv] = arrive
-                add("kv_transfer", arrive - done)
-                push(arrive, "kv", (gsrv, rid))
-            push(done, "ctx", server)
-        elif kind == "kv":
-            gsrv, rid = payload
-            gen_waiting[gsrv].append(rid)
-            kv_len[rid] = bench.input_length
-            if not gen_busy[gsrv]:
-                gen_busy[gsrv] = True
-                push(t, "gen", gsrv)
-        elif kind == "gen":
-            gsrv = payload
-            active, waiting = gen_active[gsrv], gen_waiting[gsrv]
-            admitted = 0
-            while waiting and len(active) < cfg.gen.max_batch_size * cfg.gen.layout.dp_size:
-                active.append(waiting.pop(0))
-                admitted += 1
-            if not active:
-                gen_busy[gsrv] = False
-                continue
-            per_rank = max(1, -(-len(active) // cfg.gen.layout.dp_size))
-            mean_kv = sum(kv_len[r] for r in active) / len(active)
-            step = models.gen_iteration(per_rank, int(mean_kv) // 64 * 64 + 64, len(waiting),
-                                        admitted)
-            gen_steps[step] = gen_steps.get(step, 0) + 1
-            step_end = t + step.step_s
-            events.append((f"gen{gsrv}", t, step_end, "generation"))
-            finished = []
-            for rid in active:
-                rec = records[rid]
-                if rec.first_token is None:        # the context's token arrives with the KV
-                    rec.first_token, rec.output_len = step_end, 1
-                    if rec.output_len >= bench.output_length:
-                        finished.append(rid)
-                    continue
-                n = min(emitted(rng, cfg.acceptance), bench.output_length - rec.output_len)
-                rec.output_len += n
-                rec.steps += 1
-                kv_len[rid] += n
-                if rec.output_len >= bench.output_length or (
-                        bench.streaming and rec.steps % bench.stream_interval == 0):
-                    rec.chunks.append(step_end)
+    def run(self):
+        for _ in range(min(self.bench.concurrency, self.bench.num_prompts)):
+            self.send(0.0)
+        handlers = {"ctx": self.on_ctx, "kv": self.on_kv, "gen": self.on_gen}
+        while self.heap:
+            t, _, kind, payload = heapq.heappop(self.heap)
+            handlers[kind](t, payload)
+        return self.records, self.gen_steps
+
+    def push(self, t, kind, payload) -> None:
+        self.order += 1
+        heapq.heappush(self.heap, (t, self.order, kind, payload))
+
+    def send(self, t) -> None:
+        rid = self.next_request
+        self.next_request += 1
+        self.records[rid].send = t
+        server = rid % self.cfg.ctx.servers
+        self.ctx_queue[server].append(rid)
+        if not self.ctx_busy[server]:     # one prefill batch at a time per context server
+            self.ctx_busy[server] = True
+            self.push(t, "ctx", server)
+
+    def on_ctx(self, t, server) -> None:
+        queue, isl = self.ctx_queue[server], self.bench.input_length
+        if not queue:
+            self.ctx_busy[server] = False
+            return
+        take = _ctx_batch(self.cfg.ctx, queue, isl)
+        del queue[:len(take)]
+        done = t + _ctx_step(self.cfg, self.models, take, self.add)
+        self.events.append((f"ctx{server}", t, done, "prefill"))
+        for rid in take:
+            gsrv = rid % self.cfg.gen.servers
+            arrive = max(done, self.nic_free[gsrv]) + self.models.transfer(isl)
+            self.nic_free[gsrv] = arrive
+            self.add("kv_transfer", arrive - done)
+            self.push(arrive, "kv", (gsrv, rid))
+        self.push(done, "ctx", server)
+
+    def on_kv(self, t, payload) -> None:
+        gsrv, rid = payload
+        self.gen_waiting[gsrv].append(rid)
+        self.kv_len[rid] = self.bench.input_length
+        if not self.gen_busy[gsrv]:
+            self.gen_busy[gsrv] = True
+            self.push(t, "gen", gsrv)
+
+    def on_gen(self, t, gsrv) -> None:
+        gen = self.cfg.gen
+        active, waiting = self.gen_active[gsrv], self.gen_waiting[gsrv]
+        admitted = 0
+        while waiting and len(active) < gen.max_batch_size * gen.layout.dp_size:
+            active.append(waiting.pop(0))
+            admitted += 1
+        if not active:
+            self.gen_busy[gsrv] = False
+            return
+        per_rank = max(1, -(-len(active) // gen.layout.dp_size))
+        mean_kv = sum(self.kv_len[r] for r in active) / len(active)
+        step = self.models.gen_iteration(per_rank, int(mean_kv) // 64 * 64 + 64, len(waiting),
+                                         admitted)
+        self.gen_steps[step] = self.gen_steps.get(step, 0) + 1
+        step_end = t + step.step_s
+        self.events.append((f"gen{gsrv}", t, step_end, "generation"))
+        for rid in self.emit(active, step_end):
+            active.remove(rid)
+            if self.next_request < self.bench.num_prompts:
+                self.send(step_end)
+        self.push(step_end, "gen", gsrv)
+
+    def emit(self, active: list[int], step_end: float) -> list[int]:
+        """Each active request's tokens of one generation step; the requests it finishes."""
+        bench, finished = self.bench, []
+        for rid in active:
+            rec = self.records[rid]
+            if rec.first_token is None:            # the context's token arrives with the KV
+                rec.first_token, rec.output_len = step_end, 1
                 if rec.output_len >= bench.output_length:
                     finished.append(rid)
-            for rid in finished:
-                active.remove(rid)
-                if next_request < bench.num_prompts:
-                    send(step_end)
-            push(step_end, "gen", gsrv)
-    return records, gen_steps
+                continue
+            n = min(emitted(self.rng, self.cfg.acceptance), bench.output_length - rec.output_len)
+            rec.output_len += n
+            rec.steps += 1
+            self.kv_len[rid] += n
+            if rec.output_len >= bench.output_length or (
+                    bench.streaming and rec.steps % bench.stream_interval == 0):
+                rec.chunks.append(step_end)
+            if rec.output_len >= bench.output_length:
+                finished.append(rid)
+        return finished
 
 
 def _ctx_batch(inst: InstanceConfig, queue: list[int], isl: int) -> list[int]:

@@ -138,8 +138,8 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
                                torch.device("cpu"), report, config.clock_model)
     # runpy's frames, between trtsim's entry and the script, are no part of a purpose
     dist = rank_distributed(places[rank], transport, logger, config, wrappers=("runpy",))
-    api = dist._rank_api = RankAPI(dist)                 # noqa: SLF001 - the rank's own view
-    api.state["mpi"] = MPIRank(api, real_mpi)
+    api = RankAPI.of(dist)
+    api.attach(MPIRank(api, real_mpi))
     guards = (_Monitor(ledger, places, logger), Deadline(config.timeout, ledger, places,
                                                           logger)) if rank == 0 else ()
     script = os.path.abspath(job.script)

@@ -129,7 +129,10 @@ class InprocStore(tdist.Store):
         if self.check(keys):
             return
         limit = self._timeout if timeout is None else timeout
-        rank = current().global_rank
+        dist = current()
+        if dist is None:
+            raise RuntimeError("an inproc store wait outside a launched rank")
+        rank = dist.global_rank
         mine = self._waiting[rank] = Waiting(keys, limit, turns(limit))
         try:
             while not self.check(keys):

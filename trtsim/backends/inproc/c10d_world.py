@@ -35,6 +35,8 @@ from torch._C._distributed_c10d import _set_thread_isolation_mode  # type: ignor
 
 from ...comm.current import current
 from ...comm.scoped_install import scoped
+from ...intercept.rank_api import RankAPI
+from ...intercept.torch.groups import TorchRank
 
 
 class RankWorld(c10d._World):
@@ -76,9 +78,8 @@ class RankWorlds:
 
     def _current(self):
         dist = current()
-        api = getattr(dist, "_rank_api", None)
-        torch_state = api.state.get("torch") if api is not None else None
-        world = getattr(torch_state, "c10d", None)
+        torch_state = None if dist is None else RankAPI.of(dist).extension(TorchRank)
+        world = None if torch_state is None else torch_state.c10d
         return self._outer if world is None else world
 
     def __getattr__(self, name):

@@ -15,6 +15,8 @@ from .rendezvous import Rendezvous
 class InprocTransport:
     """Routes rank ``rank``'s calls to the world's resources."""
 
+    runs_real_calls = False     # every rank is in this process: trtsim computes the results
+
     def __init__(self, rank: int, kernel: Kernel, rendezvous: Rendezvous, mailbox: Mailbox,
                  clock: RankClock, on_iteration: Callable[[int, int], None]):
         self.rank, self.kernel, self.rendezvous, self.mailbox = rank, kernel, rendezvous, mailbox

@@ -183,7 +183,10 @@ class InprocWorld:
         def wait_turn() -> None:
             from ...comm.current import current
             kernel.check()
-            kernel.step_aside(current().global_rank)
+            dist = current()
+            if dist is None:
+                raise RuntimeError("an inproc store wait outside a launched rank")
+            kernel.step_aside(dist.global_rank)
         return InprocTorch(c10d_group.BACKEND, c10d_store.InprocStore(wait_turn, kernel),
                            c10d_world.RankWorld)
 

@@ -43,7 +43,7 @@ class Intracomm(ObjectCollectives, BufferCollectives, PointToPoint, MPIObject):
         if self._comm is None:
             raise MPIException(ERR_COMM, f"MPI {what} on MPI.COMM_NULL")
         api = rank_api(f"MPI {what}")
-        state = api.state.get("mpi")
+        state = api.extension(MPIRank)
         if state is None:
             raise RuntimeError(f"MPI {what}: mpi4py is not intercepted in this launch "
                                "(launch(..., intercept=('mpi',)))")

@@ -49,7 +49,7 @@ def _as_object(value):
 
 
 def _yield_turn(api) -> None:
-    api.dist._transport.delay(0.001)        # inproc: one turn for the others; else 1 ms
+    api.dist.pause(0.001)        # inproc: one turn for the others; else 1 ms
 
 
 class PointToPoint(CommCore):

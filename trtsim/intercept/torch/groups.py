@@ -100,7 +100,7 @@ class TorchRank:
 
 def state(what: str) -> TorchRank:
     api = rank_api(what)
-    torch_state = api.state.get("torch")
+    torch_state = api.extension(TorchRank)
     if torch_state is None:
         raise RuntimeError(f"{what}: torch.distributed is not intercepted in this launch "
                            "(launch(..., intercept=('torch',)))")
