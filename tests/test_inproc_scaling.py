@@ -1,7 +1,7 @@
 """The inproc backend's own work per guarded call does not grow with the world.
 
-Counted, not timed: a line tracer counts the lines trtsim's communication layer
-(``trtsim/comm/``) executes while every rank of a tp 4 x pp n/4 layout runs iterations of a
+Counted, not timed: a line tracer counts the lines trtsim's communication layer (the wings
+``calls``, ``guard``, ``comm``, ``intercept`` and ``backends``) executes while every rank of a tp 4 x pp n/4 layout runs iterations of a
 tp_allgather and a pp_allgather (the layout of ``benchmarks/bench_inproc_scale.py``: PP groups
 of n/4 members). The work per call is the difference between a launch of 2k and one of k
 iterations, divided by the calls it adds, so launch set-up and tear-down (linear in the ranks
@@ -22,9 +22,10 @@ import sys
 import pytest
 
 import trtsim
-import trtsim.comm as comm
 
-_COMM = os.path.dirname(os.path.abspath(comm.__file__)) + os.sep
+_PACKAGE = os.path.dirname(os.path.abspath(trtsim.__file__))
+_COMM = tuple(os.path.join(_PACKAGE, wing) + os.sep
+              for wing in ("calls", "guard", "comm", "intercept", "backends"))
 
 
 def _program(dist, iterations, skipper):
@@ -38,7 +39,7 @@ def _program(dist, iterations, skipper):
 
 
 class _LineCounter:
-    """Counts line events in frames of ``trtsim/comm`` (other frames are not traced)."""
+    """Counts line events in frames of the communication wings (other frames are not traced)."""
 
     def __init__(self):
         self.lines = 0
@@ -72,7 +73,7 @@ def _lines(ranks: int, iterations: int, skipper: int = -1) -> int:
 
 
 def per_call(ranks: int, iterations: int) -> float:
-    """trtsim/comm lines per rank call, set-up and tear-down cancelled."""
+    """Communication-layer lines per rank call, set-up and tear-down cancelled."""
     extra = _lines(ranks, 2 * iterations) - _lines(ranks, iterations)
     return extra / (2 * iterations * ranks)
 

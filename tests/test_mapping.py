@@ -69,9 +69,9 @@ def test_invalid_layouts_name_the_factor(kwargs, message):
 def test_a_layout_builds_each_rank_mapping_once_and_stays_a_value(tp, pp, adp):
     import pickle
 
-    from trtsim.layout.topology import InstanceSpec
-    layout = InstanceSpec(tp_size=tp, pp_size=pp, enable_attention_dp=adp)
-    fresh = InstanceSpec(tp_size=tp, pp_size=pp, enable_attention_dp=adp)
+    from trtsim.layout.parallel import ParallelLayout
+    layout = ParallelLayout(tp_size=tp, pp_size=pp, enable_attention_dp=adp)
+    fresh = ParallelLayout(tp_size=tp, pp_size=pp, enable_attention_dp=adp)
     for r in range(tp * pp):
         m = layout.mapping(r)
         assert m is layout.mapping(r)                    # built once

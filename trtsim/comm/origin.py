@@ -31,15 +31,17 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Callable, Iterable
 
-_COMM_DIR = os.path.dirname(os.path.abspath(__file__))
-_LAUNCH_FILE = os.path.join(os.path.dirname(_COMM_DIR), "launching.py")
-# Path pieces of frames that belong to the communication layer (any install path): trtsim's
-# plumbing (the call vocabulary, the guard, Distributed, interception and the backends: the
-# wings under trtsim/ that carry a call, never the program code above them, such as trtsim's
-# own executor and transceiver), and torch.distributed's (functional collectives, device
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LAUNCH_FILE = os.path.join(_PACKAGE_DIR, "launching.py")
+# trtsim's plumbing: the wings that carry a call (the call vocabulary, the guard,
+# Distributed, interception, the backends), never program code above them such as trtsim's
+# own executor and transceiver. Their frames are never a call site.
+_PLUMBING = ("calls", "guard", "comm", "intercept", "backends")
+_PLUMBING_DIRS = tuple(os.path.join(_PACKAGE_DIR, wing) + os.sep for wing in _PLUMBING)
+# Path pieces of frames that belong to the communication layer (any install path, recorded
+# frames too): trtsim's plumbing, and torch.distributed's (functional collectives, device
 # meshes, c10d's helpers reach trtsim's backend through them).
-_LAYER_PARTS = ("/torch/distributed/", "/trtsim/calls/", "/trtsim/guard/", "/trtsim/comm/",
-                "/trtsim/intercept/", "/trtsim/backends/")
+_LAYER_PARTS = ("/torch/distributed/",) + tuple(f"/trtsim/{wing}/" for wing in _PLUMBING)
 
 
 def call_rank_program(program: Callable, dist, args: tuple) -> Any:
@@ -68,7 +70,7 @@ def where_stopped(exc: BaseException) -> str:
     while tb is not None:
         if tb.tb_frame.f_code is _ENTRY:
             frames = []
-        elif not tb.tb_frame.f_code.co_filename.startswith(_COMM_DIR):   # the interrupter's
+        elif not tb.tb_frame.f_code.co_filename.startswith(_PLUMBING_DIRS):  # the interrupter's
             frames.append((tb.tb_frame, tb.tb_lineno))
         tb = tb.tb_next
     if not frames:
@@ -159,7 +161,7 @@ class OriginFinder:
         module = frame.f_globals.get("__name__", "")
         path = name.replace("\\", "/")
         hit = self._skip_code[id(code)] = (code, (
-            name.startswith(_COMM_DIR) or name == _LAUNCH_FILE
+            name.startswith(_PLUMBING_DIRS) or name == _LAUNCH_FILE
             or any(part in path for part in _LAYER_PARTS)
             or any(module == w or module.startswith(w + ".") for w in self.wrappers)),
             bool(code.co_flags & _RESUMABLE))

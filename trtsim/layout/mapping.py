@@ -22,9 +22,9 @@ import enum
 from dataclasses import KW_ONLY, dataclass, field, replace
 
 from . import device_mesh
-from .parallel import GROUP_KINDS, ParallelLayout, group_of, pp_layer_split
+from .groups import GROUP_KINDS, all_groups, group_of, pp_layer_split
 
-__all__ = ["CpType", "Mapping", "GROUP_KINDS", "ParallelLayout", "pp_layer_split"]
+__all__ = ["CpType", "Mapping", "GROUP_KINDS", "pp_layer_split"]
 
 
 class CpType(str, enum.Enum):
@@ -144,11 +144,6 @@ class Mapping:
     def __hash__(self) -> int:
         return hash(self._key())
 
-    @property
-    def layout(self) -> ParallelLayout:
-        return ParallelLayout(self.tp_size, self.pp_size, self.cp_size,
-                              enable_attention_dp=self.enable_attention_dp)
-
     def with_rank(self, rank: int) -> "Mapping":
         """The same layout seen from another rank."""
         return replace(self, rank=rank)
@@ -188,9 +183,13 @@ class Mapping:
                            "tp_cp_allgather uses them.")
     world_group = property(lambda self: self.group("world"))
 
-    tp_groups = property(lambda self: [list(g) for g in self.layout.groups("tp")])
-    pp_groups = property(lambda self: [list(g) for g in self.layout.groups("pp")])
-    cp_groups = property(lambda self: [list(g) for g in self.layout.groups("cp")])
+    def groups(self, kind: str) -> list[list[int]]:
+        """Every group of ``kind`` in this layout, as ascending ranks."""
+        return [list(g) for g in all_groups(kind, self.tp_size, self.pp_size, self.cp_size)]
+
+    tp_groups = property(lambda self: self.groups("tp"))
+    pp_groups = property(lambda self: self.groups("pp"))
+    cp_groups = property(lambda self: self.groups("cp"))
 
     @property
     def moe_tp_group(self) -> list[int]:

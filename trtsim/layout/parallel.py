@@ -14,46 +14,15 @@ The TP group of a rank holds the ranks with its pp_rank and cp_rank; the PP grou
 
 from __future__ import annotations
 
-import enum
+import functools
 from dataclasses import dataclass, field
 
 from ..checks import MAX_RANKS, require_ints
+from .groups import GROUP_KINDS, all_groups, pp_layer_split
+from .mapping import Mapping
 
+__all__ = ["GROUP_KINDS", "ParallelLayout", "pp_layer_split"]
 
-
-class GroupKind(str, enum.Enum):
-    """The communicator groups of one rank, by kind; the values are the names reports, call
-    logs and the JSON use. Every table of groups is built from this."""
-
-    TP = "tp"
-    PP = "pp"
-    CP = "cp"
-    TP_CP = "tp_cp"
-    WORLD = "world"
-
-
-GROUP_KINDS = tuple(k.value for k in GroupKind)
-
-
-def group_of(kind: str, rank: int, tp: int, pp: int, cp: int) -> tuple[int, ...]:
-    """The group of ``kind`` that holds local ``rank`` in a tp x pp x cp layout, ascending
-    (CP innermost, then TP, then PP: the invariants above). The one home of the group
-    arithmetic: ``ParallelLayout.groups`` and ``Mapping``'s groups read it."""
-    stage = tp * cp
-    if kind == "tp":
-        base = rank // stage * stage + rank % cp
-        return tuple(base + i * cp for i in range(tp))
-    if kind == "pp":
-        return tuple(rank % stage + i * stage for i in range(pp))
-    if kind == "cp":
-        base = rank - rank % cp
-        return tuple(range(base, base + cp))
-    if kind == "tp_cp":
-        base = rank // stage * stage
-        return tuple(range(base, base + stage))
-    if kind == "world":
-        return tuple(range(stage * pp))
-    raise ValueError(f"unknown group kind {kind!r}; expected one of {', '.join(GROUP_KINDS)}")
 
 
 @dataclass(frozen=True)
@@ -104,21 +73,25 @@ class ParallelLayout:
                  "tp_cp": self.tp_size * self.cp_size, "world": self.world_size}
         return sizes[kind]
 
+    def mapping(self, rank: int) -> Mapping:
+        """Rank ``rank``'s Mapping of this layout, built once per rank (a Mapping is frozen,
+        and the transfer plan asks for the same ones thousands of times per run)."""
+        m = self._mappings.get(rank)
+        if m is None:
+            m = self._mappings[rank] = Mapping(
+                world_size=self.world_size, rank=rank, tp_size=self.tp_size,
+                pp_size=self.pp_size, cp_size=self.cp_size, moe_ep_size=self.ep_size,
+                enable_attention_dp=self.enable_attention_dp)
+        return m
+
+    @functools.cached_property
+    def _mappings(self) -> dict[int, Mapping]:
+        """rank -> Mapping: derived state, not a field (neither compared, hashed nor pickled)."""
+        return {}
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_mappings"}
+
     def groups(self, kind: str) -> list[tuple[int, ...]]:
         """Every group of ``kind``, as ascending local ranks, each once: O(world)."""
-        tp, cp, stage = self.tp_size, self.cp_size, self.tp_size * self.cp_size
-        firsts = {"world": [0], "tp_cp": range(0, self.world_size, stage), "pp": range(stage),
-                  "tp": [s + c for s in range(0, self.world_size, stage) for c in range(cp)],
-                  "cp": range(0, self.world_size, cp)}.get(kind, [0])
-        return [group_of(kind, r, tp, self.pp_size, cp) for r in firsts]
-
-
-def pp_layer_split(num_layers: int, pp_size: int) -> list[list[int]]:
-    """Layer indices of every PP stage, split like ``torch.tensor_split``."""
-    base, extra = divmod(num_layers, pp_size)
-    out, start = [], 0
-    for stage in range(pp_size):
-        count = base + (1 if stage < extra else 0)
-        out.append(list(range(start, start + count)))
-        start += count
-    return out
+        return all_groups(kind, self.tp_size, self.pp_size, self.cp_size)

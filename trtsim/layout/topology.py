@@ -3,11 +3,9 @@ test topologies (DESIGN 3.2), by id, in the order of the table."""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 from ..checks import MAX_RANKS, require_at_most
-from .mapping import Mapping
 from .parallel import ParallelLayout
 
 
@@ -25,25 +23,6 @@ class InstanceSpec(ParallelLayout):
         if self.num_layers < self.pp_size:
             raise ValueError(f"num_layers={self.num_layers} < pp_size={self.pp_size}: "
                              "a PP stage would hold no layer")
-
-    def mapping(self, rank: int) -> Mapping:
-        """Rank ``rank``'s Mapping of this instance, built once per rank (a Mapping is frozen,
-        and the transfer plan asks for the same ones thousands of times per run)."""
-        m = self._mappings.get(rank)
-        if m is None:
-            m = self._mappings[rank] = Mapping(
-                world_size=self.world_size, rank=rank, tp_size=self.tp_size,
-                pp_size=self.pp_size, cp_size=self.cp_size, moe_ep_size=self.ep_size,
-                enable_attention_dp=self.enable_attention_dp)
-        return m
-
-    @functools.cached_property
-    def _mappings(self) -> dict[int, Mapping]:
-        """rank -> Mapping: derived state, not a field (neither compared, hashed nor pickled)."""
-        return {}
-
-    def __getstate__(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if k != "_mappings"}
 
     def describe(self) -> str:
         parts = [f"tp{self.tp_size}", f"pp{self.pp_size}"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..disagg.transceiver_config import TransceiverConfig
 from ..executor.config import ExecutorConfig, ServingWorkload
-from ..layout.mapping import ParallelLayout
+from ..layout.parallel import ParallelLayout
 from ..perf.serving_sim import BenchmarkConfig, InstanceConfig
 from ..spec.config import SpecConfig
 from ..state.kv_cache import KvCacheConfig
