@@ -10,7 +10,7 @@ import trtsim
 from tests import hygiene_programs as hp
 from trtsim.guard.policy import GuardPolicy
 from trtsim.comm.launch_config import LaunchConfig
-from trtsim.backends.process import call_log_writer as call_log
+from trtsim.backends.process import call_log_writer
 from trtsim.backends.process.logged import LoggedTransport, logged_ledger
 from trtsim.backends.process.ledger import Ledger
 from trtsim.backends.process.record_codec import match_hash
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.timeout(240)
 @pytest.fixture
 def logger(tmp_path):
     places = rank_places([InstanceLayout("", "", ParallelLayout(tp_size=2))])
-    log = call_log.start(LaunchConfig("gloo", timeout=600, log_dir=str(tmp_path)), 0, places)
+    log = call_log_writer.start(LaunchConfig("gloo", timeout=600, log_dir=str(tmp_path)), 0, places)
     yield log
     log.close("done")
 

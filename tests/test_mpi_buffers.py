@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trtsim.intercept.mpi import buffers as buffers
+from trtsim.intercept.mpi import buffers
 from trtsim.intercept.mpi.datatypes import DATATYPES, ERR_TRUNCATE, Exception as MPIError
 
 TYPES = ["BYTE", "CHAR", "INT", "INT32_T", "INT64_T", "LONG", "FLOAT", "DOUBLE", "BOOL",

@@ -31,7 +31,7 @@ class LaunchConfig:
     iteration_marker: str | None = None             # "pkg.module:Class.method" (comm.markers)
     wrappers: tuple[str, ...] = ()                  # modules whose frames are no purpose
     intercept: tuple[str, ...] = ()                 # "torch", "mpi": APIs guarded in the ranks
-    log_dir: str | None = None                      # processes: each rank's call log (calllog)
+    log_dir: str | None = None                      # processes: each rank's call log (call_log_format)
     rank_local: tuple[str, ...] = ()                # inproc: modules with per-rank globals
     launch: LaunchStamp | None = None               # the call logs' launch (run_ranks sets it)
 

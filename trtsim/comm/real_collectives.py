@@ -64,12 +64,12 @@ def obj_from(t: torch.Tensor, n: int) -> Any:
 
 
 # The ops this module runs for trtsim's own calls (the intercepted APIs run theirs).
-COLLECTIVES = (Op.ALLGATHER, Op.BROADCAST, Op.GATHER, Op.ALLREDUCE, Op.BARRIER)
+ISSUED_OPS = (Op.ALLGATHER, Op.BROADCAST, Op.GATHER, Op.ALLREDUCE, Op.BARRIER)
 
 
 def collective(op: str, payload: Any, group: TorchGroup, root: int | None,
                reduce_op: str | None) -> Any:
-    """Execute one collective (one of ``COLLECTIVES``); the result follows the inproc
+    """Execute one collective (one of ``ISSUED_OPS``); the result follows the inproc
     semantics exactly."""
     is_tensor = isinstance(payload, torch.Tensor)
     op = Op.of(op)

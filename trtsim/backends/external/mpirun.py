@@ -1,7 +1,7 @@
 """Guarding an mpirun job: this process is one MPI rank of an unmodified mpi4py script.
 
 ``mpirun -n N python -m trtsim.mpi script.py`` starts N of these. Each initialises the real
-MPI library, then puts trtsim's stand-in ``mpi4py`` in front of it (``intercept.mpi_standin``
+MPI library, then puts trtsim's stand-in ``mpi4py`` in front of it (``intercept.mpi.standin``
 in its mpirun mode), so the script's every call is recorded and checked by the guard first and
 only then runs as the real mpi4py call, with the script's own arguments and buffers.
 
@@ -41,7 +41,7 @@ from ...comm.launch_config import LaunchConfig
 from ...comm.origin import call_rank_program
 from ...comm import markers
 from ...layout.places import RankPlace
-from ..process import call_log_writer as call_log, logged
+from ..process import call_log_writer, logged
 from .mpirun_exits import EXIT_REPORT, Deadline, fail, first_to_print, job_ending, leave, \
     script_traceback, stay
 from ..process.rank_start import rank_distributed
@@ -124,7 +124,7 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
         print(f"trtsim.mpi: mpirun started {size} ranks but the layout has {len(places)} "
               f"(--tp x --pp x --cp)", file=sys.stderr, flush=True)
         os._exit(2)
-    logger = call_log.start(config, rank, places)
+    logger = call_log_writer.start(config, rank, places)
     ledger = StoreLedger(rendezvous(world, rank, config.timeout), rank, size,
                          prefix="trtsim-mpi")
     world.Barrier()                              # every ledger row exists before anyone reads

@@ -33,7 +33,7 @@ from ...guard.waitfor import DONE, FAILED
 from ...comm.outcome import LaunchOutcome
 from ...comm.origin import program_traceback
 from ..process.culprit import is_peer_loss
-from ..process import call_log_writer as call_log
+from ..process import call_log_writer
 from ..process.rank_start import GroupPlan, build_groups, join_default_group, run_program, start_rank
 from ..process.monitor import DeadlockMonitor
 from .store_ledger import StoreLedger
@@ -116,12 +116,12 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
         raise ValueError(f"torchrun started WORLD_SIZE={world} ranks but the launch lays out "
                          f"{len(places)} (tp*pp*cp of every instance)")
     status, failure = FAILED, ("", "")
-    logger: call_log.CallLogger | None = None
+    logger: call_log_writer.CallLogger | None = None
     watch: _Monitor | None = None
     made = False
     groups: dict[str, TorchGroup] = {}
     try:
-        logger = call_log.start(config, rank, places)     # its SIGTERM handler: main thread
+        logger = call_log_writer.start(config, rank, places)     # its SIGTERM handler: main thread
         plan = _group_plan(config, local_rank)
         made = join_default_group(plan, config.timeout)
         # every rank's row exists before the handshake in start_rank: no peer reads a row
@@ -210,7 +210,7 @@ class _Monitor:
     its process at once, and another rank's report is not its to act on."""
 
     def __init__(self, ledger: StoreLedger, places: list[RankPlace],
-                 logger: call_log.CallLogger | None = None, *, finds: bool = True,
+                 logger: call_log_writer.CallLogger | None = None, *, finds: bool = True,
                  grace: float | None = None):
         self._logger = logger                # this rank's call log, written before the end
         self._stop = threading.Event()
@@ -232,7 +232,7 @@ class _Monitor:
         if self._grace is not None and self._stop.wait(self._grace):
             return                           # the main thread raised the report
         # after a write of the main thread's in flight: os._exit would cut it short
-        call_log.end_process(self._logger, 1, "exit")
+        call_log_writer.end_process(self._logger, 1, "exit")
 
     def _launch_ended(self) -> bool:
         """Whether the launch ended: this watch found a deadlock (posted and printed now),

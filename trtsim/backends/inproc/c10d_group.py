@@ -6,7 +6,7 @@ Inside an inproc rank that intercepts torch.distributed, ``init_process_group`` 
 backend: ``isinstance(pg, ProcessGroup)``, ``pg.size()``, ``pg.rank()``, group names,
 ``get_process_group_ranks``, device meshes and ``_get_default_store()`` all behave as under
 gloo. The calls of torch.distributed's API never reach the backend (the interception guards
-and computes them first, ``intercept.torch_calls``); what does is code that calls a group's
+and computes them first, ``intercept.torch.collectives``); what does is code that calls a group's
 methods itself: torch's own ``distributed_c10d`` functions reached past the interception,
 and native code (functional collectives in C++, ``torch.ops._c10d_functional``), which calls
 the virtual methods torch lets a Python group override. Every collective and point-to-point

@@ -1,4 +1,4 @@
-"""A rank's ledger and transport, telling its call log what they do (``call_log``): wrappers
+"""A rank's ledger and transport, telling its call log what they do (``call_log_writer``): wrappers
 that keep the contracts of what they wrap (``ledger_contract.RankLedger``, the Transport of
 ``comm.distributed``) and change nothing in it. Every method is written out, none forwarded
 by name lookup, so the type checker holds each wrapper to its contract.

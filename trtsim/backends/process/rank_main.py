@@ -18,7 +18,7 @@ from ...layout.places import RankPlace
 from ...calls.errors import RankFailed
 from ...guard.waitfor import DONE, FAILED
 from ...comm.origin import program_traceback
-from . import call_log_writer as call_log, lifeline, rank_group
+from . import call_log_writer, lifeline, rank_group
 from .rank_start import GroupPlan, build_groups, join_default_group, run_program, start_rank
 from .aborts import Aborted, Reported
 from .culprit import is_peer_loss
@@ -37,7 +37,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
     lifeline.arm(server)
     lifeline.leave_server()
     lifeline.ignore_interrupts()
-    logger = call_log.start(config, rank, places)     # its SIGTERM handler: main thread
+    logger = call_log_writer.start(config, rank, places)     # its SIGTERM handler: main thread
     failure = ("", "")
     os.environ.update(SAFE_ENV)
     # Many ranks share few cores: one intra-op thread each, or OpenMP workers spin against

@@ -26,7 +26,7 @@ from ...comm.current import bind
 from ...comm.distributed import Distributed, Transport
 from ...calls.errors import CollectiveError
 from ...comm.origin import OriginFinder, call_rank_program
-from . import call_log_writer as call_log, logged
+from . import call_log_writer, logged
 from .ledger_contract import RankLedger
 from .torch_ops import MessageRecords, TorchGroup
 from .transport import TorchTransport
@@ -89,7 +89,7 @@ class StartedRank:
 
 
 def start_rank(rank: int, places: list[RankPlace], groups: dict[str, TorchGroup],
-               plan: GroupPlan, ledger: RankLedger, logger: call_log.CallLogger | None,
+               plan: GroupPlan, ledger: RankLedger, logger: call_log_writer.CallLogger | None,
                config: LaunchConfig,
                report: Callable[[CollectiveError], None]) -> StartedRank:
     """Connect this rank (its ``groups`` built, every rank's ``ledger`` row published) and
@@ -105,7 +105,7 @@ def start_rank(rank: int, places: list[RankPlace], groups: dict[str, TorchGroup]
 
 
 def rank_distributed(place: RankPlace, transport: TorchTransport,
-                     logger: call_log.CallLogger | None, config: LaunchConfig,
+                     logger: call_log_writer.CallLogger | None, config: LaunchConfig,
                      wrappers: tuple[str, ...] = ()) -> Distributed:
     """This process's Distributed: ``transport``, logged when the launch keeps call logs
     (``logger``), bound as the current rank. ``wrappers`` are frames of the way the rank was

@@ -1,7 +1,7 @@
 """The stand-in's buffer collectives (``Bcast``, ``Gatherv``, ``Reduce_scatter``, ...): a mixin
-of ``mpi_comm.Intracomm``.
+of ``communicator.Intracomm``.
 
-Each call parses its buffer specs (``mpi_buffers``), hands the guard a payload and writes
+Each call parses its buffer specs (``buffers``), hands the guard a payload and writes
 what comes back into the receive buffer, byte for byte. Fixed-size collectives move typed
 tensors, so the guard compares element type and count (a root broadcasting 3 int64 to a rank
 expecting 2 is a mismatch, as MPI's type-signature rule says); the v-collectives move each
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from . import buffers as buffers
+from . import buffers
 from .datatypes import IN_PLACE, real_op, reduce_name
 from .core import CommCore
 from ...calls.ops import Op
@@ -62,7 +62,7 @@ def _check_reducible(span: buffers.Span, op: str, what: str) -> None:
 
 
 class BufferCollectives(CommCore):
-    """Buffer collectives over ``self._coll`` (see ``mpi_comm.Intracomm``)."""
+    """Buffer collectives over ``self._coll`` (see ``communicator.Intracomm``)."""
 
     def _setup(self, what: str):
         """(meta payloads?, my rank, size) for one call."""

@@ -8,7 +8,7 @@ nccl, torchrun), or -- under mpirun -- run as the real mpi4py method with the pr
 arguments. ``Split``, ``Dup`` and ``Create`` are collective over their parent and guarded like
 any call; the new communicator's id is derived from its parent's and the creation order, the
 same on every member. A name of mpi4py's Intracomm that the stand-in does not cover is a
-callable raising NotImplementedError naming itself (``mpi_names``).
+callable raising NotImplementedError naming itself (``names``).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """What the stand-in communicator's mixins are written on.
 
-``mpi_comm.Intracomm`` is one class made of three mixins (object collectives, buffer
+``communicator.Intracomm`` is one class made of three mixins (object collectives, buffer
 collectives, point-to-point) around its core: who the caller is (``_me``), the one guarded
 path of every collective (``_coll``), root checking and the real communicator under mpirun.
-The core is declared here, for the type checker, and defined in ``mpi_comm``.
+The core is declared here, for the type checker, and defined in ``communicator``.
 """
 
 from __future__ import annotations

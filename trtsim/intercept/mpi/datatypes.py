@@ -52,7 +52,7 @@ _BY_FORMAT = {"c": "CHAR", "b": "SIGNED_CHAR", "B": "BYTE", "h": "SHORT", "H": "
 
 class _Predefined(MPIObject):
     """A predefined MPI object (a datatype, an op): pickled and shown by its attribute name;
-    the names of mpi4py's class the stand-in lacks refuse (``mpi_names``)."""
+    the names of mpi4py's class the stand-in lacks refuse (``names``)."""
 
     def _key(self) -> str:
         raise NotImplementedError

@@ -6,7 +6,7 @@ Covered there: ``mpi4py.rc`` (and ``Rc``), ``get_config``, ``__version__``;
 ``pkl5.Intracomm(comm)`` and ``pkl5.Comm(comm)`` (the communicator itself: the stand-in moves
 objects of any size, which is what pkl5 adds), ``pkl5.Request`` and the names pkl5 takes from
 ``mpi4py.MPI``; in ``mpi4py.futures`` the names it takes from ``concurrent.futures`` (those
-very objects). Every other name of them is a ``NotCovered`` (``mpi_names``): ``from
+very objects). Every other name of them is a ``NotCovered`` (``names``): ``from
 mpi4py.futures import MPIPoolExecutor`` works, and using it raises NotImplementedError naming
 it, as ``pkl5.Message`` and ``mpi4py.get_include`` do.
 """
@@ -17,7 +17,7 @@ import concurrent.futures
 import types
 from typing import Any
 
-from . import communicator as mpi_comm
+from . import communicator
 from .names import NAMES, not_covered
 
 # What mpi4py.futures takes from concurrent.futures, and pkl5 from mpi4py.MPI.
@@ -57,7 +57,7 @@ def _pkl5_comm(world) -> type:
     """``pkl5.Intracomm``: called, it gives the communicator (COMM_WORLD by default); read
     from the class, its names are the stand-in communicator's."""
 
-    class Intracomm(mpi_comm.Intracomm):
+    class Intracomm(communicator.Intracomm):
         def __new__(cls, comm=None):
             return comm if comm is not None else world
 

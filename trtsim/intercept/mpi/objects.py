@@ -1,5 +1,5 @@
 """The stand-in's object collectives (``allgather``, ``bcast``, ``allreduce``, ...): a mixin of
-``mpi_comm.Intracomm``. Python objects travel pickled and legally differ between ranks in
+``communicator.Intracomm``. Python objects travel pickled and legally differ between ranks in
 value and kind, so the guard compares op, root and reduce op, not payloads."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from ...calls.ops import Op
 
 
 class ObjectCollectives(CommCore):
-    """Object collectives over ``self._coll`` (see ``mpi_comm.Intracomm``)."""
+    """Object collectives over ``self._coll`` (see ``communicator.Intracomm``)."""
 
     def barrier(self) -> None:
         self._coll("barrier", Op.BARRIER, None)

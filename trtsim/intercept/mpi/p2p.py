@@ -1,4 +1,4 @@
-"""The stand-in's point-to-point calls and probes: a mixin of ``mpi_comm.Intracomm``.
+"""The stand-in's point-to-point calls and probes: a mixin of ``communicator.Intracomm``.
 
 Lowercase calls move pickled objects; uppercase ones move a buffer's bytes (``Raw``), so a
 ``Recv`` gets exactly the bytes sent and its status their count. A receive must name its
@@ -21,7 +21,7 @@ from typing import Any, Callable
 from .real import RealCall, RealWork, envelope_of, real_runner
 from .requests import ANY_SOURCE, ANY_TAG, PROC_NULL, Request, Status
 from .run import run_recv, run_send
-from . import buffers as buffers
+from . import buffers
 from .core import CommCore
 from ...calls.ops import Op
 
@@ -53,7 +53,7 @@ def _yield_turn(api) -> None:
 
 
 class PointToPoint(CommCore):
-    """Sends, receives and probes over the rank's Distributed (see ``mpi_comm.Intracomm``)."""
+    """Sends, receives and probes over the rank's Distributed (see ``communicator.Intracomm``)."""
 
     def _peer(self, rank: int, what: str) -> int:
         if rank in (ANY_SOURCE, PROC_NULL):

@@ -14,7 +14,7 @@ message is there or not for anyone who asks -- a probe, a request's test -- whic
 point-to-point cannot tell before it is waited for. A send completes when its key is taken.
 
 Under mpirun (``MPIRank.real``: the real ``mpi4py.MPI``) none of this runs: each guarded call
-runs the real mpi4py method instead (``mpi_real``).
+runs the real mpi4py method instead (``real``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import torch
 from torch.distributed import distributed_c10d
 
 from ...calls import semantics
-from ...comm import real_collectives as torch_collectives
+from ...comm import real_collectives
 from ...calls.ops import Op, Payload
 from ..rank_api import Comm
 
@@ -41,7 +41,7 @@ class MPIRank:
     def __init__(self, api, real=None):
         self.api, self.real = api, real
         self._created: Counter = Counter()
-        self._groups: dict[str, torch_collectives.TorchGroup] = {}
+        self._groups: dict[str, real_collectives.TorchGroup] = {}
         self.probed: dict[tuple[int, int], Any] = {}   # (peer, tag) -> receive handle
         self.sent: Counter = Counter()       # (peer, tag) -> messages sent on that channel
         self.posted: Counter = Counter()     # (peer, tag) -> receives posted on it
@@ -59,15 +59,15 @@ class MPIRank:
             self._store = distributed_c10d._get_default_store()  # noqa: SLF001
         return self._store
 
-    def group(self, comm: Comm) -> torch_collectives.TorchGroup:
+    def group(self, comm: Comm) -> real_collectives.TorchGroup:
         found = self._groups.get(comm.id)
         if found is None:
             if comm.ranks == self.api.world:
                 pg = None                       # torch's default group: the launch's world
             else:
-                pg = torch_collectives.tdist.new_group(list(comm.ranks), backend="gloo",
+                pg = real_collectives.tdist.new_group(list(comm.ranks), backend="gloo",
                                                use_local_synchronization=True)
-            found = self._groups[comm.id] = torch_collectives.TorchGroup(comm.ranks, pg, pg,
+            found = self._groups[comm.id] = real_collectives.TorchGroup(comm.ranks, pg, pg,
                                                                           False)
         return found
 
@@ -86,9 +86,9 @@ def run_collective(state: MPIRank, comm: Comm, op: str, payload, root, reduce_op
     op = Op.of(op)
     if isinstance(payload, torch.Tensor):
         return _tensor_collective(state, group, comm, op, payload, root, reduce_op)
-    if op in torch_collectives.COLLECTIVES:
-        return torch_collectives.collective(op, payload, group, root, reduce_op)
-    gathered = torch_collectives.collective(Op.ALLGATHER, payload, group, None, None)
+    if op in real_collectives.ISSUED_OPS:
+        return real_collectives.collective(op, payload, group, root, reduce_op)
+    gathered = real_collectives.collective(Op.ALLGATHER, payload, group, None, None)
     if op is Op.SPLIT:
         return gathered
     return semantics.execute(op, gathered, root, reduce_op)[comm.ranks.index(state.api.rank)]
@@ -97,11 +97,11 @@ def run_collective(state: MPIRank, comm: Comm, op: str, payload, root, reduce_op
 def _tensor_collective(state, group, comm, op: Op, payload, root, reduce_op):
     raw = _bytes_of(payload)
     if op.payload in (Payload.ROOT, Payload.ROOT_LIST):     # only the root's payload counts
-        got = _typed(torch_collectives.collective(Op.BROADCAST, raw, group, root, None), payload)
+        got = _typed(real_collectives.collective(Op.BROADCAST, raw, group, root, None), payload)
         return got if op.payload is Payload.ROOT else \
             got[comm.ranks.index(state.api.rank)].clone()
     gathered = [_typed(b, payload) for b in
-                torch_collectives.collective(Op.ALLGATHER, raw, group, None, None)]
+                real_collectives.collective(Op.ALLGATHER, raw, group, None, None)]
     return semantics.execute(op, gathered, root, reduce_op)[comm.ranks.index(state.api.rank)]
 
 

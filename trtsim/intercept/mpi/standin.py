@@ -2,7 +2,7 @@
 communicators, on the launch's backend, guarded; no MPI library is needed.
 
 Installed for the length of a launch in ``sys.modules`` (``mpi4py``, ``mpi4py.MPI`` and
-every other public module of mpi4py: ``mpi_modules``), so it wins over a real mpi4py inside
+every other public module of mpi4py: ``modules``), so it wins over a real mpi4py inside
 the ranks: on the process backends the ranks import the rank program after the install; on
 inproc, a module that bound ``MPI`` before the launch keeps what it bound. Under mpirun
 (``python -m trtsim.mpi``) the same module fronts the real library: each call is guarded,
@@ -18,12 +18,12 @@ Covered: ``COMM_WORLD``, ``COMM_SELF``, ``COMM_NULL``; ``Split``/``Split_type``/
 ``Create``/``Create_group``/``Free``; the object collectives; the buffer collectives
 ``Bcast``, ``Gather(v)``, ``Scatter(v)``, ``Allgather(v)``, ``Alltoall(v)``, ``Reduce``,
 ``Allreduce``, ``Reduce_scatter(_block)``, ``Barrier`` over buffer specs of numpy arrays,
-bytes, bytearrays and memoryviews with the predefined datatypes (``mpi_datatypes``); tagged
+bytes, bytearrays and memoryviews with the predefined datatypes (``datatypes``); tagged
 ``send``/``recv``/``isend``/``irecv``/``sendrecv`` and ``Send``/``Recv``/``Isend``/``Irecv``;
 ``Probe``/``Iprobe``/``probe``/``iprobe``; ``Request`` (``wait``, ``test``, ``waitall``,
 ``testall``) and ``Status`` (source, tag, count); the ops ``SUM``, ``PROD``, ``MAX``, ``MIN``,
 ``BAND``, ``BOR``, ``BXOR``; ``pkl5.Intracomm``. Every other name of mpi4py -- on a module,
-a class or an instance -- raises NotImplementedError naming itself when used (``mpi_names``),
+a class or an instance -- raises NotImplementedError naming itself when used (``names``),
 among them ``mpi4py.futures``' pools, one-sided communication (``Win``), MPI-IO (``File``),
 dynamic processes, intercommunicators and topologies, persistent and matched messages, and
 receives or probes from ``ANY_SOURCE`` or ``ANY_TAG``.
@@ -43,7 +43,7 @@ from typing import Iterator
 from ...comm.current import current
 from ...comm.scoped_install import NO_ORIGINAL, Originals, holding, scoped
 
-from . import communicator as mpi_comm, datatypes as mpi_datatypes, requests as mpi_requests
+from . import communicator, datatypes as mpi_datatypes, requests as mpi_requests
 from ..rank_api import Comm, rank_api
 from .modules import module, package_modules
 from .run import MPIRank
@@ -51,7 +51,7 @@ from .run import MPIRank
 __all__ = ["MPIRank", "installed", "standin_modules"]
 
 
-class _WorldComm(mpi_comm.Intracomm):
+class _WorldComm(communicator.Intracomm):
     """COMM_WORLD: every rank of the launch, resolved at call time."""
 
     def __init__(self):
@@ -69,7 +69,7 @@ class _WorldComm(mpi_comm.Intracomm):
         return state.real.COMM_WORLD
 
 
-class _SelfComm(mpi_comm.Intracomm):
+class _SelfComm(communicator.Intracomm):
     """COMM_SELF: the calling rank alone."""
 
     def __init__(self):
@@ -101,8 +101,8 @@ def standin_modules() -> dict[str, types.ModuleType]:
     for name in ("ANY_SOURCE", "ANY_TAG", "PROC_NULL", "UNDEFINED", "Request", "Status"):
         setattr(mpi, name, getattr(mpi_requests, name))
     for name in ("COMM_NULL", "Intracomm", "Group"):
-        setattr(mpi, name, getattr(mpi_comm, name))
-    mpi.Comm = mpi_comm.Intracomm
+        setattr(mpi, name, getattr(communicator, name))
+    mpi.Comm = communicator.Intracomm
     mpi.COMM_WORLD, mpi.COMM_SELF = _WorldComm(), _SelfComm()
     mpi.SUCCESS, mpi.COMM_TYPE_SHARED, mpi.INFO_NULL = 0, 0, None     # Open MPI's values
     mpi.REQUEST_NULL = mpi_requests.Request(None)

@@ -4,9 +4,9 @@ Every group is a real torch ``ProcessGroup``, and trtsim initialised the default
 group before the rank program ran, so ``init_process_group`` joins it (a no-op, as torch code
 that finds the group initialised expects: device meshes, for one) and ``new_group`` creates
 a real group. Processes: a gloo or NCCL group. Inproc: torch's own ``init_process_group``
-and ``new_group`` run in the rank's own c10d world (``inproc.c10d_world``) with trtsim's
-inproc backend (``inproc.c10d_group``), whatever backend the program names; the group
-remembers the name it asked for, which ``get_backend`` answers. ``new_group`` is
+and ``new_group`` run in the rank's own c10d world (``backends.inproc.c10d_world``) with
+trtsim's inproc backend (``backends.inproc.c10d_group``), whatever backend the program names;
+the group remembers the name it asked for, which ``get_backend`` answers. ``new_group`` is
 collective over the world (a rank that skips it hangs the others), so it is guarded as a
 world barrier first (one made with ``use_local_synchronization=True``: a barrier of its
 members). The guard names a group by an id every member agrees on (``GroupNames``), or by

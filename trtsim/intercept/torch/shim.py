@@ -9,8 +9,8 @@ calls the real function when no rank runs it (outside a launch, or in a thread o
 A module first imported during a launch that bound a stand-in by name (``from
 torch.distributed import all_reduce`` run inside a rank) holds the real function again once
 the last launch ends (``scoped_install.rebind_late_imports``). Code that bound a function by
-name before the launch keeps the real one on the inproc backend (``inproc.rank_local`` gives
-the ranks of the modules it names the stand-ins); process-backend ranks import the rank
+name before the launch keeps the real one on the inproc backend
+(``backends.inproc.rank_local`` gives the ranks of the modules it names the stand-ins); process-backend ranks import the rank
 program after the install, so they get the guarded ones.
 
 Not covered (each raises ``NotImplementedError`` naming itself): ``split_group``,
@@ -116,7 +116,8 @@ def _same(value, _bound_as: str):
 
 def standins() -> dict[int, object]:
     """While installed: id(real function) -> its stand-in, for modules that bound the real
-    ones by name before the launch (``inproc.rank_local`` gives each rank the stand-ins)."""
+    ones by name before the launch (``backends.inproc.rank_local`` gives each rank the
+    stand-ins)."""
     held = current_install("torch.distributed")
     if held is None:
         return {}
