@@ -1,0 +1,228 @@
+"""One walk of one function (or a module's top level), in statement order.
+
+The environment maps local names to taints; branches are walked on copies and joined after;
+loop bodies twice, so a value carried round a loop reaches its next iteration. A value assigned
+while a rank-local test is in force (an enclosing ``if``/``while``/``for``, an earlier early
+exit, an ``except`` handler) takes the test's taint: the control dependence that makes a flag
+set "on arrival of a request" rank-local. What outlives the call - attributes of ``self``,
+module globals (a ``ContextVar`` among them), the result, arguments passed on - goes to the
+program-wide ``Facts``, together with the taint of the function being reached at all.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..gates.model import _exits
+from .origins import EMPTY, Taint, join, origin, step
+from .sources import config_annotation, uniform_name
+from .values import Values, dotted
+
+
+class Flow(Values):
+    """The walk of ``fn`` (None: the module's top level) against ``facts``."""
+
+    def __init__(self, program, module, fn, facts, extra: frozenset):
+        self.program, self.module, self.fn, self.facts, self.extra = \
+            program, module, fn, facts, extra
+        self.path = module.path
+        self.env: dict[str, Taint] = {}
+        self.control: list[Taint] = []
+        self.declared_global: set[str] = set()
+        self.rebound: set[str] = set()
+        self.assigned: dict[str, list[str]] = {}
+
+    # -- helpers the expression half uses ---------------------------------------------------
+    def site(self, node: ast.AST) -> str:
+        return f"{self.path}:{getattr(node, 'lineno', 0)}"
+
+    def text(self, node: ast.AST) -> str:
+        return dotted(node) or self.module.src.segment(node)
+
+    def ctrl(self) -> Taint:
+        return join(*self.control) if self.control else EMPTY
+
+    def alternatives(self, name: str) -> list[str]:
+        return self.assigned.get(name, [])
+
+    def reached(self) -> Taint:
+        """The taint of this function running at all: the conditions of its analysed call
+        sites, or - called from nowhere in the analysed code, with arguments - once per
+        outside call, which is a rank's own input."""
+        fn = self.fn
+        if fn is None or fn.is_constructor:
+            return EMPTY
+        if fn.key in self.facts.called:
+            return self.facts.reach.get(fn.key, EMPTY)
+        if not fn.own_params:
+            return EMPTY
+        return origin("input", f"{fn.qualname}({', '.join(fn.own_params)}) called from "
+                      "outside the analysed code, once per call", fn.site(fn.node))
+
+    def propagated_reach(self) -> Taint:
+        fn = self.fn
+        return self.facts.reach.get(fn.key, EMPTY) if fn is not None and \
+            fn.key in self.facts.called else EMPTY
+
+    # -- the walk ---------------------------------------------------------------------------
+    def run(self) -> None:
+        fn = self.fn
+        if fn is not None:
+            self.parameters()
+            self.block(fn.node.body)
+        else:
+            self.block(self.module.tree.body)
+
+    def parameters(self) -> None:
+        fn, args = self.fn, self.fn.node.args
+        annotations = {a.arg: a.annotation for a in (*args.posonlyargs, *args.args,
+                                                     *args.kwonlyargs)}
+        for i, p in enumerate(fn.params):
+            if (i == 0 and fn.is_method) or uniform_name(p) or \
+                    config_annotation(annotations.get(p), self.text):
+                self.env[p] = EMPTY
+            elif fn.key in self.facts.called:
+                self.env[p] = self.facts.params.get((fn.key, p), EMPTY)
+            elif fn.is_constructor:
+                self.env[p] = EMPTY          # construction: the deployment's configuration
+            else:
+                self.env[p] = origin("input", f"parameter {p} of {fn.qualname}() (called "
+                                     "from outside the analysed code)", fn.site(fn.node))
+
+    def block(self, stmts: list[ast.stmt]) -> None:
+        pushed = 0
+        for stmt in stmts:
+            self.stmt(stmt)
+            if isinstance(stmt, ast.If) and _exits(stmt.body):
+                self.control.append(self.facts.tests.get(
+                    (self.path, stmt.test.lineno, stmt.test.col_offset), EMPTY))
+                pushed += 1
+        del self.control[len(self.control) - pushed:]
+
+    def branches(self, taint: Taint, *blocks: list[ast.stmt]) -> None:
+        """Walk each block on a copy of the environment under ``taint``; join after."""
+        before, results = self.env, []
+        self.control.append(taint)
+        for body in blocks:
+            self.env = dict(before)
+            self.block(body)
+            results.append(self.env)
+        self.control.pop()
+        merged = dict(before)
+        for env in results:
+            for key, value in env.items():
+                merged[key] = join(merged.get(key, EMPTY), value) if key in merged else value
+        self.env = merged
+
+    def stmt(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return                                   # their own code objects
+        if isinstance(stmt, ast.Assign):
+            taint = join(self.expr(stmt.value), self.ctrl())
+            for target in stmt.targets:
+                self.assign(target, taint, stmt.value)
+        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+            if stmt.value is not None:
+                extra = self.expr(stmt.target) if isinstance(stmt, ast.AugAssign) else EMPTY
+                self.assign(stmt.target, join(self.expr(stmt.value), extra, self.ctrl()),
+                            stmt.value)
+        elif isinstance(stmt, ast.Expr):
+            if isinstance(stmt.value, ast.Call):
+                self.call(stmt.value, statement=True)
+            else:
+                self.expr(stmt.value)
+        elif isinstance(stmt, ast.Return):
+            if self.fn is not None and stmt.value is not None:
+                taint = join(self.expr(stmt.value), self.ctrl())
+                self.facts.add(self.facts.returns, self.fn.key, taint)
+            elif self.fn is not None and self.ctrl():   # a bare return: whether it returns
+                self.facts.add(self.facts.returns, self.fn.key, self.ctrl())
+        elif isinstance(stmt, ast.If):
+            self.branches(self.test(stmt.test), stmt.body, stmt.orelse)
+        elif isinstance(stmt, ast.While):
+            taint = self.test(stmt.test)
+            self.branches(taint, stmt.body, stmt.body)
+            self.block(stmt.orelse)
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            taint = self.test(stmt.iter)
+            self.assign(stmt.target, taint, stmt.iter)
+            self.branches(taint, stmt.body, stmt.body)
+            self.block(stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                taint = self.expr(item.context_expr)
+                if item.optional_vars is not None:
+                    self.assign(item.optional_vars, taint, item.context_expr)
+            self.block(stmt.body)
+        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            self.try_(stmt)
+        elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
+            self.declared_global.update(stmt.names)
+        elif isinstance(stmt, ast.Match):
+            taint = self.expr(stmt.subject)
+            self.branches(taint, *(case.body for case in stmt.cases))
+        else:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+
+    def try_(self, stmt) -> None:
+        self.block(stmt.body)
+        for handler in stmt.handlers:
+            caught = origin("exception", f"except {self.text(handler.type) if handler.type else ''}"
+                            .strip(), self.site(handler))
+            if handler.name:
+                self.env[handler.name] = caught
+            self.branches(caught, handler.body)
+        self.block(stmt.orelse)
+        self.block(stmt.finalbody)
+
+    def assign(self, target: ast.expr, taint: Taint, value: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            self.rebound.add(target.id) if self.fn is not None and self.fn.is_method and \
+                target.id == self.fn.params[0] else None
+            if value is not None and isinstance(value, ast.expr):
+                texts = self.assigned.setdefault(target.id, [])
+                if len(texts) < 8:
+                    texts.append(self.text(value))
+            if self.fn is None or target.id in self.declared_global:
+                self.facts.add(self.facts.globals, (self.path, target.id),
+                               step(join(taint, self.reached()),
+                                    f"{target.id} set at {self.site(target)}"))
+            self.env[target.id] = taint
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self.assign(elt, taint, None)
+        elif isinstance(target, ast.Starred):
+            self.assign(target.value, taint, None)
+        elif isinstance(target, ast.Attribute) and self.is_self(target.value):
+            self.attribute_set(target, taint, value)
+        elif isinstance(target, (ast.Subscript, ast.Attribute)):
+            base = target.value
+            while isinstance(base, (ast.Subscript, ast.Attribute)) and not (
+                    isinstance(base, ast.Attribute) and self.is_self(base.value)):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in self.env:
+                self.env[base.id] = join(self.env[base.id], taint)
+            elif isinstance(base, ast.Name) and (self.fn is None or base.id in
+                                                 self.module.imports or True):
+                if base.id not in self.env and self.fn is not None:
+                    self.facts.add(self.facts.globals, (self.path, base.id),
+                                   step(join(taint, self.reached()),
+                                        f"{base.id} changed at {self.site(target)}"))
+            elif isinstance(base, ast.Attribute):
+                self.attribute_set(base, taint, None)
+
+    def attribute_set(self, target: ast.Attribute, taint: Taint, value) -> None:
+        """``self.x = v``: the attribute, across the class's methods, takes ``v``'s taint,
+        the conditions in force, and the taint of this method being reached."""
+        key = (self.path, target.attr)
+        if isinstance(value, ast.expr):
+            self.facts.define(key, value)
+        taint = join(taint, self.reached())
+        if taint:
+            shown = self.text(value) if isinstance(value, ast.expr) else "changed"
+            fn = self.fn
+            where = f"{fn.name}({', '.join(fn.own_params)})" if fn else "module"
+            self.facts.add(self.facts.attrs, key, step(
+                taint, f"self.{target.attr} set {shown} at {self.site(target)} in {where}"))

@@ -1,0 +1,165 @@
+"""The taint of an expression, in the environment of one walk (``flow.Flow``'s half that
+reads values; the statements are in ``flow``)."""
+
+from __future__ import annotations
+
+import ast
+
+from .collectives import groups_of, is_collective
+from .origins import EMPTY, Taint, join, origin, sanitised, step
+from .sources import call_origin, rank_name, uniform_name
+
+# Types, devices and layouts of values are the program's, not the rank's: every member
+# handles the same kinds of tensors (a collective's contract requires it).
+_META_ATTRS = frozenset({"dtype", "device", "is_cpu", "is_cuda", "ndim", "layout",
+                         "requires_grad", "is_sparse", "is_meta", "__class__", "__name__"})
+_META_CALLS = frozenset({"isinstance", "issubclass", "type", "callable", "hasattr", "id",
+                         "is_initialized", "is_available", "dim", "is_contiguous",
+                         "element_size", "get_backend"})
+MUTATORS = frozenset({"append", "add", "update", "extend", "insert", "setdefault", "put",
+                      "put_nowait", "appendleft", "set"})
+
+
+def dotted(node: ast.expr) -> str:
+    """``a.b.c`` of a chain of names; '' for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return ""
+
+
+class Values:
+    """Expression taints; needs ``env``, ``fn``, ``program``, ``facts``, ``ctrl()``."""
+
+    def is_self(self, node: ast.expr) -> bool:
+        return isinstance(node, ast.Name) and self.fn is not None and self.fn.is_method \
+            and node.id == self.fn.params[0] and node.id not in self.rebound
+
+    def test(self, node: ast.expr) -> Taint:
+        """A gate's test: its taint, recorded for the judgement."""
+        taint = self.expr(node)
+        self.facts.add(self.facts.tests, (self.path, node.lineno, node.col_offset), taint)
+        return taint
+
+    def expr(self, node) -> Taint:
+        if node is None or isinstance(node, (ast.Constant, ast.Lambda)):
+            return EMPTY
+        if isinstance(node, ast.Name):
+            return self.name(node)
+        if isinstance(node, ast.Attribute):
+            return self.attribute(node)
+        if isinstance(node, ast.Call):
+            return self.call(node)
+        if isinstance(node, ast.IfExp):
+            return join(self.test(node.test), self.expr(node.body), self.expr(node.orelse))
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            return self.comprehension(node)
+        if isinstance(node, ast.NamedExpr):
+            taint = self.expr(node.value)
+            self.assign(node.target, taint, node.value)
+            return taint
+        return join(*(self.expr(c) for c in ast.iter_child_nodes(node)
+                      if isinstance(c, (ast.expr, ast.keyword, ast.comprehension))))
+
+    def name(self, node: ast.Name) -> Taint:
+        if node.id in self.env:
+            return self.env[node.id]
+        if rank_name(node.id):
+            return origin("rank", node.id, self.site(node))
+        if uniform_name(node.id):
+            return EMPTY
+        return self.global_taint(node.id)
+
+    def global_taint(self, name: str) -> Taint:
+        taint = self.facts.globals.get((self.path, name), EMPTY)
+        imported = self.module.imports.get(name)
+        if imported is not None and imported[1] is not None:
+            for mod in self.program.modules:
+                if mod.name.removesuffix(".__init__").endswith(imported[0]) and imported[0]:
+                    taint = join(taint, self.facts.globals.get((mod.path, imported[1]), EMPTY))
+        return taint
+
+    def attribute(self, node: ast.Attribute) -> Taint:
+        if rank_name(node.attr):
+            return origin("rank", dotted(node) or node.attr, self.site(node))
+        if uniform_name(node.attr) or node.attr in _META_ATTRS:
+            return EMPTY
+        if self.is_self(node.value):
+            return self.attr_taint(node.attr)
+        return self.expr(node.value)
+
+    def attr_taint(self, attr: str) -> Taint:
+        paths = {self.path} | {c.module.path for c in self.program.family(self.fn.cls)}
+        return join(*(self.facts.attrs.get((p, attr), EMPTY) for p in paths))
+
+    def comprehension(self, node) -> Taint:
+        parts = []
+        for gen in node.generators:
+            it = self.test(gen.iter)
+            self.assign(gen.target, it, gen.iter)
+            parts.append(it)
+            parts += [self.test(cond) for cond in gen.ifs]
+        results = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+        return join(*parts, *(self.expr(r) for r in results))
+
+    def call(self, node: ast.Call, statement: bool = False) -> Taint:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else \
+            func.attr if isinstance(func, ast.Attribute) else ""
+        positional = [self.expr(a) for a in node.args]
+        named = [(k.arg, self.expr(k.value)) for k in node.keywords]
+        args = join(*positional, *(t for _, t in named))
+        op = is_collective(node, self.extra, self.text)
+        if op is not None:
+            groups, _how = groups_of(node, op, self.text, self.alternatives)
+            first = node.args[0] if node.args else None
+            if statement and isinstance(first, ast.Name):         # in place: the buffer
+                self.env[first.id] = self.sanitise(self.env.get(first.id, EMPTY), groups)
+            return self.sanitise(args, groups)
+        if name in _META_CALLS:
+            return EMPTY
+        source = call_origin(dotted(func), name, node, self.site(node), self.text)
+        if source is not None:
+            return source
+        if isinstance(func, ast.Attribute) and name in MUTATORS:
+            self.mutate(func.value, join(args, self.ctrl()), node)
+        callees = self.program.resolve(node, self.fn) if self.fn is not None else ()
+        if callees:
+            return join(*(self.enter(c, node, positional, named) for c in callees))
+        base = self.expr(func.value) if isinstance(func, ast.Attribute) else EMPTY
+        return join(base, args)
+
+    def sanitise(self, taint: Taint, groups: tuple[str, ...]) -> Taint:
+        """A consensus result: uniform on the group (on several possible groups, only what
+        all of them make uniform)."""
+        out = [sanitised(taint, g) for g in groups]
+        return frozenset.intersection(*out) if len(out) > 1 else out[0]
+
+    def enter(self, callee, node: ast.Call, positional: list, named: list) -> Taint:
+        """A call into analysed code: its arguments flow to its parameters, the conditions
+        of this call to its being reached; the result is the callee's return taint."""
+        facts, where = self.facts, self.site(node)
+        facts.mark_called(callee.key)
+        params = callee.own_params
+        for i, (arg, taint) in enumerate(zip(node.args, positional)):
+            if i < len(params) and not isinstance(arg, ast.Starred) and taint:
+                facts.add(facts.params, (callee.key, params[i]),
+                          step(taint, f"passed as {params[i]} to {callee.name}() at {where}"))
+        for key, taint in named:
+            if key in params and taint:
+                facts.add(facts.params, (callee.key, key),
+                          step(taint, f"passed as {key} to {callee.name}() at {where}"))
+        reached = join(self.ctrl(), self.propagated_reach())
+        facts.add(facts.reach, callee.key, step(reached, f"{callee.name}() called at {where}"))
+        return step(facts.returns.get(callee.key, EMPTY), f"returned by {callee.name}()")
+
+    def mutate(self, target: ast.expr, taint: Taint, node: ast.AST) -> None:
+        """``x.append(v)`` and the like: the container takes ``v``'s taint."""
+        if isinstance(target, ast.Name) and target.id in self.env:
+            self.env[target.id] = join(self.env[target.id], taint)
+        else:
+            self.assign(target, taint, node)
