@@ -14,7 +14,10 @@ from .origins import EMPTY, MAX_ORIGINS, Taint
 
 
 def _identity(o) -> tuple:
-    return (o.kind, o.what, o.site, o.groups)
+    """An origin's identity in the tables: what was read, where, on which groups, and the
+    call sites it was passed through (a result keeps apart what each call passed in)."""
+    return (o.kind, o.what, o.site, o.groups,
+            tuple(s for s in o.chain if s.startswith("passed as ")))
 
 
 @dataclass

@@ -59,11 +59,6 @@ class Flow(Values):
         return origin("input", f"{fn.qualname}({', '.join(fn.own_params)}) called from "
                       "outside the analysed code, once per call", fn.site(fn.node))
 
-    def propagated_reach(self) -> Taint:
-        fn = self.fn
-        return self.facts.reach.get(fn.key, EMPTY) if fn is not None and \
-            fn.key in self.facts.called else EMPTY
-
     # -- the walk ---------------------------------------------------------------------------
     def run(self) -> None:
         fn = self.fn

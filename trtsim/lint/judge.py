@@ -49,14 +49,16 @@ def _one(program, fn, reaches, sites, call, gate, outcome, taint, r, findings, s
     others = reaches.path_literals(fn, call, but=gate)
     mine = reaches.literals(fn, gate.test, outcome)
     needs = r.needs | others | mine
+    skip = reaches.literals(fn, gate.test, not outcome)
     for group in r.collective.groups:
-        adp = program.attention_dp and not adp_off(needs)
+        # attention DP is off where the collective runs, or wherever the gate skips it
+        adp = program.attention_dp and not adp_off(needs) and not adp_off(skip)
         origins = local_on(taint, group, adp)
         if not origins:
             continue
         if _both_outcomes(gate, outcome, sites, r, group):
             continue
-        if _contradicts(reaches.literals(fn, gate.test, not outcome), r.needs | others):
+        if _contradicts(skip, r.needs | others):
             continue
         c = r.collective
         if gate.suppression is not None and gate.suppression.covers(group):
@@ -72,12 +74,11 @@ def _one(program, fn, reaches, sites, call, gate, outcome, taint, r, findings, s
         key = (gate.path, gate.line, gate.col, c.path, c.line, c.col, group)
         if key in findings:
             continue
-        where = f"{fn.qualname}() at {fn.module.path}:{call.lineno}"
         findings[key] = Finding(
             c, GateSite(gate.path, gate.line, gate.col, gate.kind, gate.condition, outcome,
                         fn.qualname),
             group, tuple(o.describe() for o in origins),
-            (where, *r.via) if r.via else (),
+            r.via,
             assumption(origins, group, adp))
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 EVERY = frozenset({"world", "tp", "pp", "dp", "ep", "cp", "attn_tp", "other"})
 INPUT_GROUPS = frozenset({"world", "tp", "pp", "dp", "ep", "other"})
 SUBGROUPS = {"world": EVERY, "tp": frozenset({"tp", "attn_tp"})}
-MAX_ORIGINS = 4                 # per value: enough to explain, bounded for the fixpoint
+MAX_ORIGINS = 6                 # per value: enough to explain, bounded for the fixpoint
 MAX_CHAIN = 6                   # steps of one origin's chain
 
 Taint = frozenset

@@ -75,7 +75,7 @@ class Reaches:
                 continue
             below = []
             for callee in self.program.resolve(call, fn):
-                where = f"{callee.qualname}() at {fn.module.path}:{call.lineno}"
+                where = f"{callee.qualname}() called at {fn.module.path}:{call.lineno}"
                 below += [Reach(r.collective, (where, *r.via), r.needs)
                           for r in self.of(callee)]
             if below:

@@ -32,6 +32,14 @@ def dotted(node: ast.expr) -> str:
     return ""
 
 
+def _this_call(taint: Taint, callee: str, where: str) -> Taint:
+    """A result's origins that came in through this call's own arguments, or from inside
+    the callee: those another call site passed in are that call's business."""
+    mark = f" to {callee}() at "
+    return frozenset(o for o in taint if not any(
+        s.startswith("passed as ") and mark in s and not s.endswith(where) for s in o.chain))
+
+
 class Values:
     """Expression taints; needs ``env``, ``fn``, ``program``, ``facts``, ``ctrl()``."""
 
@@ -153,9 +161,10 @@ class Values:
             if key in params and taint:
                 facts.add(facts.params, (callee.key, key),
                           step(taint, f"passed as {key} to {callee.name}() at {where}"))
-        reached = join(self.ctrl(), self.propagated_reach())
+        reached = join(self.ctrl(), self.reached())
         facts.add(facts.reach, callee.key, step(reached, f"{callee.name}() called at {where}"))
-        return step(facts.returns.get(callee.key, EMPTY), f"returned by {callee.name}()")
+        result = _this_call(facts.returns.get(callee.key, EMPTY), callee.name, where)
+        return step(result, f"returned by {callee.name}()")
 
     def mutate(self, target: ast.expr, taint: Taint, node: ast.AST) -> None:
         """``x.append(v)`` and the like: the container takes ``v``'s taint."""
