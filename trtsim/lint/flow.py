@@ -15,7 +15,7 @@ import ast
 
 from ..gates.model import _exits
 from .origins import EMPTY, Taint, join, origin, step
-from .sources import config_annotation, uniform_name
+from .sources import config_annotation, option_name
 from .values import Values, dotted
 
 
@@ -31,6 +31,7 @@ class Flow(Values):
         self.declared_global: set[str] = set()
         self.rebound: set[str] = set()
         self.assigned: dict[str, list[str]] = {}
+        self.current: ast.stmt | None = None
 
     # -- helpers the expression half uses ---------------------------------------------------
     def site(self, node: ast.AST) -> str:
@@ -54,7 +55,7 @@ class Flow(Values):
             return EMPTY
         if fn.key in self.facts.called:
             return self.facts.reach.get(fn.key, EMPTY)
-        if not fn.own_params:
+        if not any(self.input_param(p) for p in fn.own_params):
             return EMPTY
         return origin("input", f"{fn.qualname}({', '.join(fn.own_params)}) called from "
                       "outside the analysed code, once per call", fn.site(fn.node))
@@ -69,20 +70,37 @@ class Flow(Values):
             self.block(self.module.tree.body)
 
     def parameters(self) -> None:
-        fn, args = self.fn, self.fn.node.args
-        annotations = {a.arg: a.annotation for a in (*args.posonlyargs, *args.args,
-                                                     *args.kwonlyargs)}
+        fn = self.fn
         for i, p in enumerate(fn.params):
-            if (i == 0 and fn.is_method) or uniform_name(p) or \
-                    config_annotation(annotations.get(p), self.text):
+            if (i == 0 and fn.is_method) or not self.input_param(p):
                 self.env[p] = EMPTY
             elif fn.key in self.facts.called:
                 self.env[p] = self.facts.params.get((fn.key, p), EMPTY)
-            elif fn.is_constructor:
-                self.env[p] = EMPTY          # construction: the deployment's configuration
             else:
                 self.env[p] = origin("input", f"parameter {p} of {fn.qualname}() (called "
                                      "from outside the analysed code)", fn.site(fn.node))
+
+    def input_param(self, name: str) -> bool:
+        """Whether a parameter can carry a rank's own data: not the configuration (by name
+        or annotation), not an option (a flag, or a default that is a constant other than
+        None), and not a constructor's (construction takes the deployment's settings)."""
+        fn = self.fn
+        if fn.is_constructor or option_name(name):
+            return False
+        args = fn.node.args
+        positional = [*args.posonlyargs, *args.args]
+        defaults = dict(zip([a.arg for a in positional[len(positional) - len(args.defaults):]],
+                            args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d})
+        default = defaults.get(name)
+        if isinstance(default, ast.Constant) and default.value is not None:
+            return False
+        note = next((a.annotation for a in (*positional, *args.kwonlyargs) if a.arg == name),
+                    None)
+        if note is not None and (config_annotation(note, self.text) or
+                                 self.text(note) in ("bool", "str")):
+            return False
+        return True
 
     def block(self, stmts: list[ast.stmt]) -> None:
         pushed = 0
@@ -95,7 +113,9 @@ class Flow(Values):
         del self.control[len(self.control) - pushed:]
 
     def branches(self, taint: Taint, *blocks: list[ast.stmt]) -> None:
-        """Walk each block on a copy of the environment under ``taint``; join after."""
+        """Walk each block on a copy of the environment under ``taint``; join after. A local
+        set in a branch is, after the join, decided by the test too (within the branch it is
+        not: every member that runs the branch took the same outcome)."""
         before, results = self.env, []
         self.control.append(taint)
         for body in blocks:
@@ -106,21 +126,23 @@ class Flow(Values):
         merged = dict(before)
         for env in results:
             for key, value in env.items():
-                merged[key] = join(merged.get(key, EMPTY), value) if key in merged else value
+                if value is before.get(key):
+                    continue
+                merged[key] = join(merged.get(key, EMPTY), value, taint)
         self.env = merged
 
     def stmt(self, stmt: ast.stmt) -> None:
+        self.current = stmt
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return                                   # their own code objects
         if isinstance(stmt, ast.Assign):
-            taint = join(self.expr(stmt.value), self.ctrl())
+            taint = self.expr(stmt.value)
             for target in stmt.targets:
                 self.assign(target, taint, stmt.value)
         elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
             if stmt.value is not None:
                 extra = self.expr(stmt.target) if isinstance(stmt, ast.AugAssign) else EMPTY
-                self.assign(stmt.target, join(self.expr(stmt.value), extra, self.ctrl()),
-                            stmt.value)
+                self.assign(stmt.target, join(self.expr(stmt.value), extra), stmt.value)
         elif isinstance(stmt, ast.Expr):
             if isinstance(stmt.value, ast.Call):
                 self.call(stmt.value, statement=True)
@@ -182,7 +204,7 @@ class Flow(Values):
                     texts.append(self.text(value))
             if self.fn is None or target.id in self.declared_global:
                 self.facts.add(self.facts.globals, (self.path, target.id),
-                               step(join(taint, self.reached()),
+                               step(join(taint, self.ctrl(), self.reached()),
                                     f"{target.id} set at {self.site(target)}"))
             self.env[target.id] = taint
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -199,11 +221,10 @@ class Flow(Values):
                 base = base.value
             if isinstance(base, ast.Name) and base.id in self.env:
                 self.env[base.id] = join(self.env[base.id], taint)
-            elif isinstance(base, ast.Name) and (self.fn is None or base.id in
-                                                 self.module.imports or True):
-                if base.id not in self.env and self.fn is not None:
+            elif isinstance(base, ast.Name):
+                if self.fn is not None:
                     self.facts.add(self.facts.globals, (self.path, base.id),
-                                   step(join(taint, self.reached()),
+                                   step(join(taint, self.ctrl(), self.reached()),
                                         f"{base.id} changed at {self.site(target)}"))
             elif isinstance(base, ast.Attribute):
                 self.attribute_set(base, taint, None)
@@ -214,7 +235,10 @@ class Flow(Values):
         key = (self.path, target.attr)
         if isinstance(value, ast.expr):
             self.facts.define(key, value)
-        taint = join(taint, self.reached())
+        # A flag or counter set to a constant records that this code ran: it is as
+        # rank-local as the code's being reached (the sticky flag set on a request's arrival).
+        event = isinstance(value, ast.Constant) or isinstance(self.current, ast.AugAssign)
+        taint = join(taint, self.ctrl(), self.reached() if event else EMPTY)
         if taint:
             shown = self.text(value) if isinstance(value, ast.expr) else "changed"
             fn = self.fn

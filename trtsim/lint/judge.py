@@ -12,9 +12,13 @@ when its test is rank-local on ``G`` (``origins.local_on``), unless:
 
 from __future__ import annotations
 
+import ast
+
 from .findings import Finding, GateSite, SuppressedGate
 from .origins import assumption, local_on
 from .reach import adp_off
+from .sources import rank_name
+from .values import dotted
 
 
 def _contradicts(skip: frozenset, needs: frozenset) -> bool:
@@ -56,7 +60,8 @@ def _one(program, fn, reaches, sites, call, gate, outcome, taint, r, findings, s
         origins = local_on(taint, group, adp)
         if not origins:
             continue
-        if _both_outcomes(gate, outcome, sites, r, group):
+        if _both_outcomes(gate, outcome, sites, r, group) or \
+                _root_branch(fn, gate, call, sites, r, group):
             continue
         if _contradicts(skip, r.needs | others):
             continue
@@ -80,6 +85,24 @@ def _one(program, fn, reaches, sites, call, gate, outcome, taint, r, findings, s
             group, tuple(o.describe() for o in origins),
             r.via,
             assumption(origins, group, adp))
+
+
+def _root_branch(fn, gate, call, sites, r, group) -> bool:
+    """Whether ``gate`` lies on the root's own path: inside the branch of ``rank == src``
+    that one member alone takes, while the others reach the same op in the other branch.
+    Such a gate is evaluated by one member only; its counterpart is the other branch's."""
+    for root in fn.gates():
+        if root is gate or not isinstance(root.test, ast.Compare) or \
+                len(root.test.ops) != 1 or not isinstance(root.test.ops[0], (ast.Eq, ast.NotEq)):
+            continue
+        outcome = root.outcome_at(call.lineno, call.col_offset)
+        if outcome is None or outcome != isinstance(root.test.ops[0], ast.Eq):
+            continue
+        sides = (root.test.left, root.test.comparators[0])
+        if any(rank_name(dotted(s).rsplit(".", 1)[-1]) for s in sides if dotted(s)) and \
+                _both_outcomes(root, outcome, sites, r, group):
+            return True
+    return False
 
 
 def _both_outcomes(gate, outcome, sites, r, group) -> bool:

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..gates.model import enclosing
-from .collectives import groups_of, is_collective
+from .collectives import group_of_text, groups_of, is_collective
 from .findings import CollectiveSite
 from .values import dotted
 
@@ -74,9 +74,10 @@ class Reaches:
                 out.append((call, (Reach(site, (), frozenset()),)))
                 continue
             below = []
+            named = _receiver_group(call, lambda n: self.text(fn, n))
             for callee in self.program.resolve(call, fn):
                 where = f"{callee.qualname}() called at {fn.module.path}:{call.lineno}"
-                below += [Reach(r.collective, (where, *r.via), r.needs)
+                below += [Reach(_on(r.collective, named, where), (where, *r.via), r.needs)
                           for r in self.of(callee)]
             if below:
                 out.append((call, tuple(below[:MAX_REACHES])))
@@ -129,6 +130,26 @@ class Reaches:
             if len(defs) == 1:
                 out |= self.literals(fn, defs[0], outcome, depth + 1)
         return frozenset(out)
+
+
+def _receiver_group(call: ast.Call, text):
+    """(group, receiver text) when a method call's receiver names a group
+    (``get_tp_group().all_reduce(x)``, ``self.pp_handler.broadcast(...)``), else None."""
+    if not isinstance(call.func, ast.Attribute):
+        return None
+    shown = text(call.func.value)
+    group = group_of_text(shown)
+    return (group, shown) if group else None
+
+
+def _on(site: CollectiveSite, named, where: str) -> CollectiveSite:
+    """A collective whose group its own code leaves open (a coordinator's ``self`` group)
+    takes the group its caller's receiver names."""
+    if named is None or site.groups != ("world",) or "world" in site.group_from.replace(
+            "the world", ""):
+        return site
+    return replace(site, groups=(named[0],),
+                   group_from=f"the receiver {named[1]!r} of {where}")
 
 
 def adp_off(literals: frozenset) -> bool:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .origins import EMPTY, Taint, origin
+from .origins import EMPTY, EVERY, Origin, Taint, origin
 
 _RANK = re.compile(r"^(rank|global_rank|local_rank|rank_in_group|my_rank|node_rank|"
                    r"is_first_rank|is_last_rank|is_driver_worker|"
@@ -43,9 +43,49 @@ _MEMORY = re.compile(r"(mem_get_info|memory_allocated|memory_reserved|max_memory
 _ENVIRON = re.compile(r"^os\.(environ(\.get)?|getenv)$")
 
 
+# A rank identity of one parallel dimension differs only on the groups that span that
+# dimension: every TP rank of one pipeline stage has the same ``pp_rank``.
+_DIMENSIONS = (
+    (re.compile(r"(^|_)(pp|pipeline_model_parallel|first_pp|last_pp)_rank|is_(first|last)"
+                r"_pp_rank"), frozenset({"pp", "world", "other"})),
+    (re.compile(r"(^|_)(dcp|pcp|cp|context_parallel)_rank"),
+     frozenset({"cp", "tp", "world", "other"})),
+    (re.compile(r"(^|_)(attn_tp|attention_tp)_rank"),
+     frozenset({"attn_tp", "tp", "world", "ep", "other"})),
+    (re.compile(r"(^|_)(tp|tensor_model_parallel|moe_tp)_rank"),
+     frozenset({"tp", "attn_tp", "world", "ep", "other"})),
+    (re.compile(r"(^|_)(dp|data_parallel|attn_dp|attention_dp)_rank"),
+     frozenset({"dp", "tp", "world", "ep", "other"})),
+    (re.compile(r"(^|_)(ep|moe_ep|expert_parallel)_rank"),
+     frozenset({"ep", "tp", "dp", "world", "other"})))
+
+
+def rank_groups(name: str) -> frozenset:
+    """The groups on which a rank identity differs (every group for a rank of no named
+    dimension: ``rank``, ``local_rank``, ``rank_in_group``)."""
+    for pattern, groups in _DIMENSIONS:
+        if pattern.search(name):
+            return groups
+    return EVERY
+
+
+def rank_origin(name: str, what: str, site: str) -> Taint:
+    """The taint of reading a rank identity."""
+    return frozenset({Origin("rank", what, site, rank_groups(name))})
+
+
 def rank_name(name: str) -> bool:
     """Whether an identifier names the rank itself (never a peer's or a group's)."""
     return bool(_RANK.match(name)) and not _NOT_RANK.search(name) and name != "get_world_rank"
+
+
+_LIMIT = re.compile(r"^(max|min)_[a-z0-9_]+$")
+
+
+def option_name(name: str) -> bool:
+    """A parameter that names a limit (``max_model_len``, ``min_tokens``): a setting the
+    deployment passes every rank alike, not a rank's data."""
+    return bool(_LIMIT.match(name)) or uniform_name(name)
 
 
 def uniform_name(name: str) -> bool:
@@ -64,7 +104,7 @@ def call_origin(func_text: str, name: str, call: ast.Call, site: str, text) -> T
     if _SIZE.match(name) or name in ("get_world_size", "device_count"):
         return EMPTY
     if rank_name(name):
-        return origin("rank", f"{func_text}()", site)
+        return rank_origin(name, f"{func_text}()", site)
     if _CLOCK.match(func_text):
         return origin("clock", f"{func_text}()", site)
     if _RANDOM.match(func_text):

@@ -7,7 +7,7 @@ import ast
 
 from .collectives import groups_of, is_collective
 from .origins import EMPTY, Taint, join, origin, sanitised, step
-from .sources import call_origin, rank_name, uniform_name
+from .sources import call_origin, rank_name, rank_origin, uniform_name
 
 # Types, devices and layouts of values are the program's, not the rank's: every member
 # handles the same kinds of tensors (a collective's contract requires it).
@@ -30,6 +30,10 @@ def dotted(node: ast.expr) -> str:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return ""
+
+
+def _membership(node: ast.Compare) -> bool:
+    return len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))
 
 
 def _this_call(taint: Taint, callee: str, where: str) -> Taint:
@@ -66,6 +70,10 @@ class Values:
             return join(self.test(node.test), self.expr(node.body), self.expr(node.orelse))
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(node)
+        if isinstance(node, ast.Compare) and _membership(node):
+            left, right = self.expr(node.left), self.expr(node.comparators[0])
+            if left and not right and all(o.kind == "rank" for o in left):
+                return EMPTY     # "am I in this group": the same on the group it lists
         if isinstance(node, ast.NamedExpr):
             taint = self.expr(node.value)
             self.assign(node.target, taint, node.value)
@@ -77,7 +85,7 @@ class Values:
         if node.id in self.env:
             return self.env[node.id]
         if rank_name(node.id):
-            return origin("rank", node.id, self.site(node))
+            return rank_origin(node.id, node.id, self.site(node))
         if uniform_name(node.id):
             return EMPTY
         return self.global_taint(node.id)
@@ -93,7 +101,7 @@ class Values:
 
     def attribute(self, node: ast.Attribute) -> Taint:
         if rank_name(node.attr):
-            return origin("rank", dotted(node) or node.attr, self.site(node))
+            return rank_origin(node.attr, dotted(node) or node.attr, self.site(node))
         if uniform_name(node.attr) or node.attr in _META_ATTRS:
             return EMPTY
         if self.is_self(node.value):
@@ -134,7 +142,7 @@ class Values:
         if source is not None:
             return source
         if isinstance(func, ast.Attribute) and name in MUTATORS:
-            self.mutate(func.value, join(args, self.ctrl()), node)
+            self.mutate(func.value, args, node)
         callees = self.program.resolve(node, self.fn) if self.fn is not None else ()
         if callees:
             return join(*(self.enter(c, node, positional, named) for c in callees))
