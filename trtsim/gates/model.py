@@ -2,7 +2,8 @@
 
 A gate governs *regions* of the function: source ranges reached only with one outcome of its
 test. ``if t: A else: B`` gives A with True and B with False; ``if t: return`` gives the rest
-of its block with False (the line was reached past the early exit); a ``while`` its body with
+of its block with False (the line was reached past the early exit), ``assert t`` the rest of
+its block with True; a ``while`` its body with
 True; a ``for`` loop's iteration its body (True: the loop ran); a conditional expression and
 a comprehension's filters and iterations the same on the sub-expressions. Nested ``def``,
 ``lambda`` and ``class`` bodies are their own code objects and are left to their own call.
@@ -61,7 +62,7 @@ class Gate:
     path: str
     line: int
     col: int
-    kind: str                               # if | elif | while | for | ifexp | filter | exit
+    kind: str                   # if | elif | while | for | ifexp | filter | exit | assert
     condition: str                          # the test's source text (a loop: its iterable)
     operands: tuple[Operand, ...]
     regions: tuple[Region, ...]
@@ -141,6 +142,10 @@ class _Finder:
             rest = stmts[i + 1:]
             if isinstance(stmt, ast.If) and rest and _exits(stmt.body):
                 self.if_(stmt, [Region(_start(rest[0]), _end(rest[-1]), False)])
+            elif isinstance(stmt, ast.Assert) and rest:
+                # the rest of the block runs only where the assertion held
+                self.gate(stmt.test, "assert", [Region(_start(rest[0]), _end(rest[-1]), True)])
+                self.stmt(stmt)
             else:
                 self.stmt(stmt)
 

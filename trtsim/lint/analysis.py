@@ -16,7 +16,7 @@ from .reach import Reaches
 MAX_ROUNDS = 12
 
 
-def analyse(program: Program, extra: frozenset) -> tuple[Facts, int]:
+def analyse(program: Program, config: LintConfig) -> tuple[Facts, int]:
     """The program-wide facts, grown to a fixpoint (or ``MAX_ROUNDS`` rounds), and the
     rounds it took. Each round walks every module's top level and every function once."""
     facts = Facts()
@@ -26,9 +26,9 @@ def analyse(program: Program, extra: frozenset) -> tuple[Facts, int]:
         rounds += 1
         facts.changed = False
         for module in program.modules:
-            Flow(program, module, None, facts, extra).run()
+            Flow(program, module, None, facts, config).run()
         for fn in program.functions.values():
-            Flow(program, fn.module, fn, facts, extra).run()
+            Flow(program, fn.module, fn, facts, config).run()
         if not facts.changed:
             break
     return facts, rounds
@@ -60,7 +60,7 @@ def lint(paths: list[str], config: LintConfig | None = None):
     program = Program(modules)
     if config.attention_dp is not None:
         program.attention_dp = config.attention_dp
-    facts, rounds = analyse(program, config.collectives)
+    facts, rounds = analyse(program, config)
     reaches = Reaches(program, facts, config.collectives)
     findings, suppressed = judge(program, facts, reaches)
     collectives = sum(1 for fn in program.functions.values() for _call, rs in

@@ -120,7 +120,8 @@ def _is_self_group(call: ast.Call, text) -> bool:
 
 def _judge(node: ast.expr, text, alternatives, how: str) -> tuple[tuple[str, ...], str]:
     source = text(node)
-    texts = alternatives(node.id) if isinstance(node, ast.Name) else ()
+    texts = alternatives(node.id) if isinstance(node, ast.Name) else \
+        alternatives(source) if isinstance(node, ast.Attribute) else ()
     found = {g for g in (group_of_text(t) for t in (source, *texts)) if g}
     if found:
         return tuple(sorted(found)), f"{how}{source}"

@@ -2,7 +2,12 @@
 
     [tool.trtsim.lint]
     collectives = ["sync_all", "Comm.exchange"]   # more collective names (or receiver.name)
+    uniform = ["dp_padding_mode"]                 # names whose values the project agrees
+                                                  # elsewhere (a consensus outside the paths)
     attention-dp = false                          # the TP group never spans DP ranks here
+
+A ``uniform`` name (an attribute, variable or function) is read as uniform wherever it
+appears: the declaration of code the lint cannot see, as a suppression is of a gate it can.
 
 The file is the first ``pyproject.toml`` found from the first path upward. A key the lint does
 not know, or a value of the wrong type, is bad input naming the file, the key and the value.
@@ -23,20 +28,23 @@ MAX_PYPROJECT_BYTES = 2 ** 20
 
 @dataclass(frozen=True)
 class LintConfig:
-    """Extra collective names, and whether attention DP can put DP ranks in a TP group
-    (None: decided by the code - any mention of attention DP)."""
+    """Extra collective names, whether attention DP can put DP ranks in a TP group (None:
+    decided by the code - any mention of attention DP), and names declared uniform."""
 
     collectives: frozenset = frozenset()
     attention_dp: bool | None = None
+    uniform: frozenset = frozenset()
     source: str = ""
 
     def __post_init__(self) -> None:
-        bad = [n for n in self.collectives if not isinstance(n, str) or not _NAME.match(n)]
-        if bad:
-            raise ValueError(f"{self.source or 'config'}: collectives={excerpt(bad)}: each "
-                             "must be a name or receiver.name")
-        if len(self.collectives) > MAX_NAMES:
-            raise ValueError(f"{self.source}: collectives: more than {MAX_NAMES} names")
+        for key in ("collectives", "uniform"):
+            names = getattr(self, key)
+            bad = [n for n in names if not isinstance(n, str) or not _NAME.match(n)]
+            if bad:
+                raise ValueError(f"{self.source or 'config'}: {key}={excerpt(bad)}: each must "
+                                 "be a name (collectives: or receiver.name)")
+            if len(names) > MAX_NAMES:
+                raise ValueError(f"{self.source}: {key}: more than {MAX_NAMES} names")
         if self.attention_dp not in (None, True, False):
             raise ValueError(f"{self.source}: attention-dp={excerpt(self.attention_dp)} must "
                              "be true or false")
@@ -83,11 +91,15 @@ def load_config(paths: list[str]) -> LintConfig:
         return LintConfig(source=found)
     if not isinstance(table, dict):
         raise ValueError(f"{found}: [tool.trtsim.lint] must be a table")
-    unknown = sorted(set(table) - {"collectives", "attention-dp"})
+    unknown = sorted(set(table) - {"collectives", "uniform", "attention-dp"})
     if unknown:
         raise ValueError(f"{found}: [tool.trtsim.lint] {unknown[0]}: unknown key; expected "
-                         "collectives, attention-dp")
-    names = table.get("collectives", [])
-    if not isinstance(names, list):
-        raise ValueError(f"{found}: collectives={excerpt(names)} must be a list of names")
-    return LintConfig(frozenset(names), table.get("attention-dp"), found)
+                         "collectives, uniform, attention-dp")
+    lists = {}
+    for key in ("collectives", "uniform"):
+        names = table.get(key, [])
+        if not isinstance(names, list):
+            raise ValueError(f"{found}: {key}={excerpt(names)} must be a list of names")
+        lists[key] = frozenset(names)
+    return LintConfig(lists["collectives"], table.get("attention-dp"), lists["uniform"],
+                      found)

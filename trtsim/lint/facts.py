@@ -30,6 +30,9 @@ class Facts:
     returns: dict = field(default_factory=dict)    # function key -> taint of its result
     attrs: dict = field(default_factory=dict)      # (module path, attribute) -> taint
     attr_defs: dict = field(default_factory=dict)  # (module path, attribute) -> [expr]
+    fields: dict = field(default_factory=dict)     # (path, attribute, field) -> taint
+    nulls: dict = field(default_factory=dict)      # (path, attribute) -> taint of None-ness
+    built: set = field(default_factory=set)        # (path, attribute) set by a constructor
     globals: dict = field(default_factory=dict)    # (module path, name) -> taint
     tests: dict = field(default_factory=dict)      # (path, line, col) -> taint of a test
     changed: bool = False

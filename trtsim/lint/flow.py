@@ -19,12 +19,33 @@ from .sources import config_annotation, option_name
 from .values import Values, dotted
 
 
+def _object(value) -> bool:
+    """A call of a class (a CapWords name): a new object."""
+    if not isinstance(value, ast.Call):
+        return False
+    name = value.func.id if isinstance(value.func, ast.Name) else \
+        value.func.attr if isinstance(value.func, ast.Attribute) else ""
+    return name[:1].isupper() and not name.isupper()
+
+
+def _constructed(value) -> bool:
+    """An object built field by field (keyword arguments): its fields are kept apart."""
+    return _object(value) and bool(value.keywords)
+
+
+DATA_ERRORS = frozenset({"ValueError", "TypeError", "KeyError", "IndexError", "AttributeError",
+                         "ZeroDivisionError", "StopIteration", "ImportError",
+                         "ModuleNotFoundError", "NotImplementedError", "AssertionError",
+                         "LookupError", "ArithmeticError", "OverflowError", "UnicodeError",
+                         "UnicodeDecodeError", "UnicodeEncodeError", "JSONDecodeError"})
+
+
 class Flow(Values):
     """The walk of ``fn`` (None: the module's top level) against ``facts``."""
 
-    def __init__(self, program, module, fn, facts, extra: frozenset):
-        self.program, self.module, self.fn, self.facts, self.extra = \
-            program, module, fn, facts, extra
+    def __init__(self, program, module, fn, facts, config):
+        self.program, self.module, self.fn, self.facts = program, module, fn, facts
+        self.extra, self.declared = config.collectives, config.uniform
         self.path = module.path
         self.env: dict[str, Taint] = {}
         self.control: list[Taint] = []
@@ -106,7 +127,8 @@ class Flow(Values):
         pushed = 0
         for stmt in stmts:
             self.stmt(stmt)
-            if isinstance(stmt, ast.If) and _exits(stmt.body):
+            if isinstance(stmt, (ast.If, ast.Assert)) and \
+                    (isinstance(stmt, ast.Assert) or _exits(stmt.body)):
                 self.control.append(self.facts.tests.get(
                     (self.path, stmt.test.lineno, stmt.test.col_offset), EMPTY))
                 pushed += 1
@@ -175,6 +197,8 @@ class Flow(Values):
             self.try_(stmt)
         elif isinstance(stmt, (ast.Global, ast.Nonlocal)):
             self.declared_global.update(stmt.names)
+        elif isinstance(stmt, ast.Assert):
+            self.test(stmt.test)
         elif isinstance(stmt, ast.Match):
             taint = self.expr(stmt.subject)
             self.branches(taint, *(case.body for case in stmt.cases))
@@ -186,13 +210,26 @@ class Flow(Values):
     def try_(self, stmt) -> None:
         self.block(stmt.body)
         for handler in stmt.handlers:
-            caught = origin("exception", f"except {self.text(handler.type) if handler.type else ''}"
-                            .strip(), self.site(handler))
+            caught = self.caught(stmt, handler)
             if handler.name:
                 self.env[handler.name] = caught
             self.branches(caught, handler.body)
         self.block(stmt.orelse)
         self.block(stmt.finalbody)
+
+    def caught(self, stmt, handler) -> Taint:
+        """What an ``except`` clause's running depends on. A data error (``ValueError``,
+        ``KeyError``, ``ImportError``...) is raised alike on every rank that computes the same
+        values: it is as rank-local as the values the ``try`` body reads. Anything else (a
+        bare ``except``, ``Exception``, ``OSError``, ``RuntimeError``, a timeout) can strike
+        one rank alone: a caught exception is a rank-local origin."""
+        types = handler.type.elts if isinstance(handler.type, ast.Tuple) else \
+            [handler.type] if handler.type is not None else []
+        if types and all(dotted(t).rsplit(".", 1)[-1] in DATA_ERRORS for t in types):
+            names = {n.id for s in stmt.body for n in ast.walk(s) if isinstance(n, ast.Name)}
+            return join(*(self.env.get(n, EMPTY) for n in sorted(names)))
+        shown = f"except {self.text(handler.type)}" if handler.type else "except"
+        return origin("exception", shown, self.site(handler))
 
     def assign(self, target: ast.expr, taint: Taint, value: ast.AST) -> None:
         if isinstance(target, ast.Name):
@@ -238,10 +275,29 @@ class Flow(Values):
         # A flag or counter set to a constant records that this code ran: it is as
         # rank-local as the code's being reached (the sticky flag set on a request's arrival).
         event = isinstance(value, ast.Constant) or isinstance(self.current, ast.AugAssign)
-        taint = join(taint, self.ctrl(), self.reached() if event else EMPTY)
-        if taint:
-            shown = self.text(value) if isinstance(value, ast.expr) else "changed"
-            fn = self.fn
-            where = f"{fn.name}({', '.join(fn.own_params)})" if fn else "module"
-            self.facts.add(self.facts.attrs, key, step(
-                taint, f"self.{target.attr} set {shown} at {self.site(target)} in {where}"))
+        control = join(self.ctrl(), self.reached() if event else EMPTY)
+        # An object built under a rank-local test (``if first_stage: self.cache = Cache()``),
+        # or any part a constructor builds for this rank's share of the deployment, differs
+        # by rank in whether it exists (``nulls``), not in what it holds.
+        structure = _object(value) or (self.fn is not None and self.fn.is_constructor)
+        taint = join(taint, EMPTY if structure else control)
+        shown = self.text(value) if isinstance(value, ast.expr) else "changed"
+        fn = self.fn
+        where = f"{fn.name}({', '.join(fn.own_params)})" if fn else "module"
+        said = f"self.{target.attr} set {shown} at {self.site(target)} in {where}"
+        self.facts.add(self.facts.attrs, key, step(taint, said))
+        if value is None:
+            return                          # a part changed: None-ness and fields stay
+        # Whether it is None: decided by where it is set, not by what a built object holds.
+        built = _constructed(value)
+        null = value is not None and (built or isinstance(value, (ast.Constant, ast.List,
+                                                                 ast.Dict, ast.Tuple)))
+        self.facts.add(self.facts.nulls, key, step(control if null else taint, said))
+        if built and key not in self.facts.built:
+            self.facts.built.add(key)
+            self.facts.changed = True
+        if built:
+            for kw in value.keywords:       # a field of a built object: its own argument
+                if kw.arg is not None:
+                    self.facts.add(self.facts.fields, (*key, kw.arg),
+                                   step(join(self.expr(kw.value), control), said))

@@ -4,6 +4,9 @@ A gate of function ``f`` that encloses a call reaching a collective on group ``G
 when its test is rank-local on ``G`` (``origins.local_on``), unless:
 - its other outcome reaches the same op on the same group (``if rank == src: broadcast(x)
   else: broadcast(None)`` decides the line, never whether the collective is entered);
+- it lies on one member's own path (past ``rank == src`` or ``is_last_rank``): no peer
+  evaluates it, and the test that split the members is judged on its own;
+- it is an ``assert`` (failing, it raises: a crash the run reports, never a quiet skip);
 - the path is confined: the outcome that skips the collective requires a condition the path
   to the collective contradicts, so the skip happens only where the collective would not run;
 - the source declares it uniform on ``G`` (``# trtsim: uniform(G) -- reason``): then it is
@@ -13,12 +16,17 @@ when its test is rank-local on ``G`` (``origins.local_on``), unless:
 from __future__ import annotations
 
 import ast
+import re
 
 from .findings import Finding, GateSite, SuppressedGate
 from .origins import assumption, local_on
 from .reach import adp_off
-from .sources import rank_name
-from .values import dotted
+from .collectives import call_name
+from .sources import rank_groups, rank_name
+from .values import SHAPE, dotted
+
+
+_ONE = re.compile(r"(first|last|driver|leader|master)")
 
 
 def _contradicts(skip: frozenset, needs: frozenset) -> bool:
@@ -36,8 +44,8 @@ def judge(program, facts, reaches) -> tuple[list[Finding], list[SuppressedGate]]
         for call, rs in sites:
             for gate in fn.gates():
                 outcome = gate.outcome_at(call.lineno, call.col_offset)
-                if outcome is None:
-                    continue
+                if outcome is None or gate.kind == "assert":   # a failed assert raises:
+                    continue                                   # a crash, never a quiet skip
                 taint = facts.tests.get((fn.module.path, gate.line, gate.col))
                 if not taint:
                     continue
@@ -57,11 +65,12 @@ def _one(program, fn, reaches, sites, call, gate, outcome, taint, r, findings, s
     for group in r.collective.groups:
         # attention DP is off where the collective runs, or wherever the gate skips it
         adp = program.attention_dp and not adp_off(needs) and not adp_off(skip)
-        origins = local_on(taint, group, adp)
+        origins = tuple(o for o in local_on(taint, group, adp)
+                        if not _payload_shape(o, call, r))
         if not origins:
             continue
         if _both_outcomes(gate, outcome, sites, r, group) or \
-                _root_branch(fn, gate, call, sites, r, group):
+                _single_member(fn, gate, call, group):
             continue
         if _contradicts(skip, r.needs | others):
             continue
@@ -87,22 +96,52 @@ def _one(program, fn, reaches, sites, call, gate, outcome, taint, r, findings, s
             assumption(origins, group, adp))
 
 
-def _root_branch(fn, gate, call, sites, r, group) -> bool:
-    """Whether ``gate`` lies on the root's own path: inside the branch of ``rank == src``
-    that one member alone takes, while the others reach the same op in the other branch.
-    Such a gate is evaluated by one member only; its counterpart is the other branch's."""
+def _payload_shape(origin, call, r) -> bool:
+    """Whether the origin is only the shape of a tensor this call hands to the collective:
+    the collective's contract makes the shapes agree (or the ranks mismatch anyway)."""
+    shaped = [s[len(SHAPE):] for s in origin.chain if s.startswith(SHAPE)]
+    if not shaped:
+        return False
+    passed = {a.id for a in call.args if isinstance(a, ast.Name)} | \
+        {k.value.id for k in call.keywords if isinstance(k.value, ast.Name)}
+    return shaped[-1] in passed
+
+
+def _single_member(fn, gate, call, group) -> bool:
+    """Whether ``gate`` lies on one member's own path: past a test (an ``if``, an early exit,
+    an ``assert``) that only one member of the group passes - ``rank == src``, ``is_last_rank``.
+    Such a gate is evaluated by that member alone; its peers reach their side of the
+    collective on another path (the root's broadcast and the others' receive), which the
+    test that splits them decides and the judgement of that test covers."""
     for root in fn.gates():
-        if root is gate or not isinstance(root.test, ast.Compare) or \
-                len(root.test.ops) != 1 or not isinstance(root.test.ops[0], (ast.Eq, ast.NotEq)):
+        if root is gate:
             continue
         outcome = root.outcome_at(call.lineno, call.col_offset)
-        if outcome is None or outcome != isinstance(root.test.ops[0], ast.Eq):
-            continue
-        sides = (root.test.left, root.test.comparators[0])
-        if any(rank_name(dotted(s).rsplit(".", 1)[-1]) for s in sides if dotted(s)) and \
-                _both_outcomes(root, outcome, sites, r, group):
+        if outcome is not None and _selects_one(root.test, outcome, group):
             return True
     return False
+
+
+def _selects_one(test: ast.expr, outcome: bool, group: str) -> bool:
+    """Whether ``test`` giving ``outcome`` holds on one member of ``group`` only."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _selects_one(test.operand, not outcome, group)
+    if isinstance(test, ast.BoolOp):
+        return isinstance(test.op, ast.And) == outcome and \
+            any(_selects_one(v, outcome, group) for v in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+            isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
+        wanted = isinstance(test.ops[0], ast.Eq)
+        sides = (test.left, test.comparators[0])
+        return outcome == wanted and any(_identity_on(s, group) for s in sides)
+    name = dotted(test).rsplit(".", 1)[-1] if dotted(test) else ""
+    return outcome and bool(_ONE.search(name)) and _identity_on(test, group)
+
+
+def _identity_on(node: ast.expr, group: str) -> bool:
+    name = dotted(node).rsplit(".", 1)[-1] if dotted(node) else \
+        (call_name(node) or "") if isinstance(node, ast.Call) else ""
+    return bool(name) and rank_name(name) and group in rank_groups(name) | {"world"}
 
 
 def _both_outcomes(gate, outcome, sites, r, group) -> bool:

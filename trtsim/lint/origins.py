@@ -109,7 +109,7 @@ def local_on(taint: Taint, group: str, attention_dp: bool) -> tuple[Origin, ...]
         if o.kind == "input" and group == "tp" and not attention_dp:
             continue
         out.append(o)
-    return tuple(sorted(out, key=lambda o: (o.kind != "rank", o.site, o.what)))
+    return tuple(sorted(out, key=lambda o: (len(o.chain), o.kind != "rank", o.site, o.what)))
 
 
 def assumption(origins: tuple[Origin, ...], group: str, attention_dp: bool) -> str:

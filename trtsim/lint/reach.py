@@ -68,7 +68,7 @@ class Reaches:
             op = is_collective(call, self.extra, lambda n: self.text(fn, n))
             if op is not None:
                 groups, how = groups_of(call, op, lambda n: self.text(fn, n),
-                                        lambda name: assigned.get(name, []))
+                                        lambda name: self.alternatives(fn, assigned, name))
                 site = CollectiveSite(op, groups, how, fn.module.path, call.lineno,
                                       call.col_offset, fn.module.src.segment(call, 120))
                 out.append((call, (Reach(site, (), frozenset()),)))
@@ -83,6 +83,14 @@ class Reaches:
                 out.append((call, tuple(below[:MAX_REACHES])))
         self._sites[fn.key] = out
         return out
+
+    def alternatives(self, fn, assigned: dict, name: str) -> list[str]:
+        """The source texts a group variable (a local, or ``self.x`` of the class) was
+        assigned: ``group=g`` is judged for every group they name."""
+        if name.startswith("self."):
+            exprs = self.facts.attr_defs.get((fn.module.path, name[5:]), [])
+            return [fn.module.src.segment(e) for e in exprs]
+        return assigned.get(name, [])
 
     def of(self, fn) -> tuple[Reach, ...]:
         """The collectives ``fn`` reaches, with the literals its own gates add."""

@@ -76,16 +76,19 @@ def rank_origin(name: str, what: str, site: str) -> Taint:
 
 def rank_name(name: str) -> bool:
     """Whether an identifier names the rank itself (never a peer's or a group's)."""
-    return bool(_RANK.match(name)) and not _NOT_RANK.search(name) and name != "get_world_rank"
+    return bool(_RANK.match(name)) and (name.startswith("is_") or not _NOT_RANK.search(name))
 
 
-_LIMIT = re.compile(r"^(max|min)_[a-z0-9_]+$")
+_OPTION = re.compile(r"^(max|min)_[a-z0-9_]+$|(^|_)(group|groups|ranks|backend|timeout|device|"
+                     r"dtype|comm|communicator|coordinator|pg|store|src|dst|root|op|"
+                     r"name|prefix|mode|layout)$")
 
 
 def option_name(name: str) -> bool:
-    """A parameter that names a limit (``max_model_len``, ``min_tokens``): a setting the
-    deployment passes every rank alike, not a rank's data."""
-    return bool(_LIMIT.match(name)) or uniform_name(name)
+    """A parameter that names a setting the deployment passes every rank alike: a limit
+    (``max_model_len``), a group or communicator handle (the same object on its members),
+    the ranks that define a group, a backend, a root, an op, a mode."""
+    return bool(_OPTION.search(name)) or uniform_name(name)
 
 
 def uniform_name(name: str) -> bool:

@@ -16,6 +16,7 @@ _META_ATTRS = frozenset({"dtype", "device", "is_cpu", "is_cuda", "ndim", "layout
 _META_CALLS = frozenset({"isinstance", "issubclass", "type", "callable", "hasattr", "id",
                          "is_initialized", "is_available", "dim", "is_contiguous",
                          "element_size", "get_backend"})
+SHAPE = "the shape of "         # a chain step: the judgement knows a payload's shape
 MUTATORS = frozenset({"append", "add", "update", "extend", "insert", "setdefault", "put",
                       "put_nowait", "appendleft", "set"})
 
@@ -70,6 +71,12 @@ class Values:
             return join(self.test(node.test), self.expr(node.body), self.expr(node.orelse))
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(node)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and \
+                isinstance(node.ops[0], (ast.Is, ast.IsNot)) and \
+                isinstance(node.comparators[0], ast.Constant) and \
+                node.comparators[0].value is None and isinstance(node.left, ast.Attribute) \
+                and self.is_self(node.left.value):
+            return self.attr_taint(node.left.attr, "nulls")
         if isinstance(node, ast.Compare) and _membership(node):
             left, right = self.expr(node.left), self.expr(node.comparators[0])
             if left and not right and all(o.kind == "rank" for o in left):
@@ -82,6 +89,8 @@ class Values:
                       if isinstance(c, (ast.expr, ast.keyword, ast.comprehension))))
 
     def name(self, node: ast.Name) -> Taint:
+        if node.id in self.declared:
+            return EMPTY
         if node.id in self.env:
             return self.env[node.id]
         if rank_name(node.id):
@@ -100,17 +109,30 @@ class Values:
         return taint
 
     def attribute(self, node: ast.Attribute) -> Taint:
+        if node.attr in self.declared:
+            return EMPTY
+        if node.attr == "shape" and isinstance(node.value, ast.Name):
+            return step(self.expr(node.value), f"{SHAPE}{node.value.id}")
         if rank_name(node.attr):
             return rank_origin(node.attr, dotted(node) or node.attr, self.site(node))
         if uniform_name(node.attr) or node.attr in _META_ATTRS:
             return EMPTY
         if self.is_self(node.value):
             return self.attr_taint(node.attr)
+        base = node.value
+        if isinstance(base, ast.Attribute) and self.is_self(base.value):
+            paths = self.family_paths()
+            if any((p, base.attr) in self.facts.built for p in paths):
+                return join(*(self.facts.fields.get((p, base.attr, node.attr), EMPTY)
+                              for p in paths))
         return self.expr(node.value)
 
-    def attr_taint(self, attr: str) -> Taint:
-        paths = {self.path} | {c.module.path for c in self.program.family(self.fn.cls)}
-        return join(*(self.facts.attrs.get((p, attr), EMPTY) for p in paths))
+    def family_paths(self) -> set:
+        return {self.path} | {c.module.path for c in self.program.family(self.fn.cls)}
+
+    def attr_taint(self, attr: str, table: str = "attrs") -> Taint:
+        found = getattr(self.facts, table)
+        return join(*(found.get((p, attr), EMPTY) for p in self.family_paths()))
 
     def comprehension(self, node) -> Taint:
         parts = []
@@ -124,6 +146,11 @@ class Values:
 
     def call(self, node: ast.Call, statement: bool = False) -> Taint:
         func = node.func
+        if isinstance(func, ast.Name) and func.id == "getattr" and len(node.args) >= 2 and \
+                isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            read = ast.Attribute(value=node.args[0], attr=node.args[1].value, ctx=ast.Load())
+            ast.copy_location(read, node)
+            return join(self.attribute(read), *(self.expr(a) for a in node.args[2:]))
         name = func.id if isinstance(func, ast.Name) else \
             func.attr if isinstance(func, ast.Attribute) else ""
         positional = [self.expr(a) for a in node.args]
@@ -136,8 +163,11 @@ class Values:
             if statement and isinstance(first, ast.Name):         # in place: the buffer
                 self.env[first.id] = self.sanitise(self.env.get(first.id, EMPTY), groups)
             return self.sanitise(args, groups)
-        if name in _META_CALLS:
+        if name in _META_CALLS or name in self.declared:
             return EMPTY
+        if name in ("size", "numel") and isinstance(func, ast.Attribute) and \
+                isinstance(func.value, ast.Name):
+            return step(self.expr(func.value), f"{SHAPE}{func.value.id}")
         source = call_origin(dotted(func), name, node, self.site(node), self.text)
         if source is not None:
             return source
@@ -175,8 +205,18 @@ class Values:
         return step(result, f"returned by {callee.name}()")
 
     def mutate(self, target: ast.expr, taint: Taint, node: ast.AST) -> None:
-        """``x.append(v)`` and the like: the container takes ``v``'s taint."""
-        if isinstance(target, ast.Name) and target.id in self.env:
-            self.env[target.id] = join(self.env[target.id], taint)
-        else:
+        """``self.x.append(v)``, ``VAR.set(v)`` and the like on state that outlives the call:
+        it takes ``v``'s taint, the conditions in force and (a constant stored: an event) this
+        code's being reached. A local container's length is decided by the conditions it grows
+        under (the join after a branch), not by what it holds: a loop over it runs as often on
+        every rank."""
+        if not isinstance(target, ast.Name):
             self.assign(target, taint, node)
+            return
+        if target.id in self.env:
+            return
+        event = bool(node.args) and all(isinstance(a, ast.Constant) for a in node.args)
+        taint = join(taint, self.ctrl(), self.reached() if event else EMPTY)
+        self.facts.add(self.facts.globals, (self.path, target.id), step(
+            taint, f"{target.id}.{node.func.attr}({self.text(node.args[0]) if node.args else ''})"
+                   f" at {self.site(node)}"))
