@@ -13,7 +13,7 @@ from .load import load
 from .program import Program
 from .reach import Reaches
 
-MAX_ROUNDS = 12
+MAX_ROUNDS = 8
 
 
 def analyse(program: Program, config: LintConfig) -> tuple[Facts, int]:
@@ -21,16 +21,22 @@ def analyse(program: Program, config: LintConfig) -> tuple[Facts, int]:
     rounds it took. Each round walks every module's top level and every function once."""
     facts = Facts()
     _mark_called(program, facts)
+    walks = [(m, None) for m in program.modules] + \
+        [(fn.module, fn) for fn in program.functions.values()]
+    reads: dict[int, set] = {}
     rounds = 0
-    while rounds < MAX_ROUNDS:
+    todo = list(range(len(walks)))
+    while todo and rounds < MAX_ROUNDS:
         rounds += 1
-        facts.changed = False
-        for module in program.modules:
-            Flow(program, module, None, facts, config).run()
-        for fn in program.functions.values():
-            Flow(program, fn.module, fn, facts, config).run()
-        if not facts.changed:
-            break
+        facts.changed, facts.grown = False, set()
+        for i in todo:
+            module, fn = walks[i]
+            flow = Flow(program, module, fn, facts, config)
+            flow.run()
+            reads[i] = flow.reads
+        grown = facts.grown
+        # the next round walks again only what read something that grew
+        todo = [i for i in range(len(walks)) if not reads[i].isdisjoint(grown)]
     return facts, rounds
 
 

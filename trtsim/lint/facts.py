@@ -36,6 +36,7 @@ class Facts:
     globals: dict = field(default_factory=dict)    # (module path, name) -> taint
     tests: dict = field(default_factory=dict)      # (path, line, col) -> taint of a test
     changed: bool = False
+    grown: set = field(default_factory=set)        # (table, key) grown this round
 
     def add(self, table: dict, key, taint: Taint) -> None:
         """Grow ``table[key]`` by the origins of ``taint`` it lacks (bounded)."""
@@ -49,6 +50,19 @@ class Facts:
         if new:
             table[key] = frozenset((*have, *new[:MAX_ORIGINS - len(have)]))
             self.changed = True
+            self.grown.add((id(table), key))
+
+    def read(self, table: dict, key, reads: set):
+        """``table[key]`` (empty when absent), noting that the reader depends on it: a walk
+        is repeated only when something it read has grown."""
+        reads.add((id(table), key))
+        return table.get(key, EMPTY)
+
+    def mark_built(self, key) -> None:
+        if key not in self.built:
+            self.built.add(key)
+            self.changed = True
+            self.grown.add((id(self.built), key))
 
     def mark_called(self, key: str) -> None:
         if key not in self.called:

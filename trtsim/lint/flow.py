@@ -53,6 +53,7 @@ class Flow(Values):
         self.rebound: set[str] = set()
         self.assigned: dict[str, list[str]] = {}
         self.current: ast.stmt | None = None
+        self.reads: set = set()                 # what this walk read from the facts
 
     # -- helpers the expression half uses ---------------------------------------------------
     def site(self, node: ast.AST) -> str:
@@ -75,7 +76,7 @@ class Flow(Values):
         if fn is None or fn.is_constructor:
             return EMPTY
         if fn.key in self.facts.called:
-            return self.facts.reach.get(fn.key, EMPTY)
+            return self.facts.read(self.facts.reach, fn.key, self.reads)
         if not any(self.input_param(p) for p in fn.own_params):
             return EMPTY
         return origin("input", f"{fn.qualname}({', '.join(fn.own_params)}) called from "
@@ -96,7 +97,7 @@ class Flow(Values):
             if (i == 0 and fn.is_method) or not self.input_param(p):
                 self.env[p] = EMPTY
             elif fn.key in self.facts.called:
-                self.env[p] = self.facts.params.get((fn.key, p), EMPTY)
+                self.env[p] = self.facts.read(self.facts.params, (fn.key, p), self.reads)
             else:
                 self.env[p] = origin("input", f"parameter {p} of {fn.qualname}() (called "
                                      "from outside the analysed code)", fn.site(fn.node))
@@ -129,8 +130,9 @@ class Flow(Values):
             self.stmt(stmt)
             if isinstance(stmt, (ast.If, ast.Assert)) and \
                     (isinstance(stmt, ast.Assert) or _exits(stmt.body)):
-                self.control.append(self.facts.tests.get(
-                    (self.path, stmt.test.lineno, stmt.test.col_offset), EMPTY))
+                self.control.append(self.facts.read(
+                    self.facts.tests, (self.path, stmt.test.lineno, stmt.test.col_offset),
+                    self.reads))
                 pushed += 1
         del self.control[len(self.control) - pushed:]
 
@@ -293,9 +295,8 @@ class Flow(Values):
         null = value is not None and (built or isinstance(value, (ast.Constant, ast.List,
                                                                  ast.Dict, ast.Tuple)))
         self.facts.add(self.facts.nulls, key, step(control if null else taint, said))
-        if built and key not in self.facts.built:
-            self.facts.built.add(key)
-            self.facts.changed = True
+        if built:
+            self.facts.mark_built(key)
         if built:
             for kw in value.keywords:       # a field of a built object: its own argument
                 if kw.arg is not None:

@@ -108,8 +108,23 @@ class Program:
         self.classes_by_name: dict[str, list[Class]] = {}
         self.methods_by_name: dict[str, list[Function]] = {}
         self.by_module: dict[str, Module] = {m.name: m for m in modules}
+        self._suffixes: dict[str, list[Module]] = {}
+        self._exact: dict[str, list[Module]] = {}
+        for m in modules:
+            self._exact.setdefault(m.name.removesuffix(".__init__"), []).append(m)                      # every dotted tail of every module's name
+            parts = m.name.removesuffix(".__init__").split(".")
+            for i in range(len(parts)):
+                self._suffixes.setdefault(".".join(parts[i:]), []).append(m)
+        self.subclasses: dict[str, list[Class]] = {}
+        self._family: dict[str, list[Class]] = {}
+        self._family_paths: dict = {}
+        self._resolved: dict = {}
         for module in modules:
             self._index(module)
+        for classes in self.classes_by_name.values():
+            for c in classes:
+                for base in c.bases:
+                    self.subclasses.setdefault(base, []).append(c)
         self.attention_dp = any("attention_dp" in m.text or "dp_attention" in m.text
                                 for m in modules)
 
@@ -146,8 +161,30 @@ class Program:
                     for handler in getattr(node, "handlers", ()):
                         stack.append((handler.body, prefix, cls))
 
+    def modules_named(self, dotted: str) -> list[Module]:
+        """The analysed modules whose name is ``dotted`` or ends with it, or whose whole name
+        ``dotted`` ends with (the files were given from inside their package)."""
+        found = list(self._suffixes.get(dotted, ()))
+        parts = dotted.split(".")
+        for i in range(1, len(parts)):
+            found += self._exact.get(".".join(parts[i:]), [])
+        return found
+
+    def family_paths(self, path: str, cls_key: str | None) -> set:
+        """The files of a class's family (where its attributes may be set)."""
+        key = (path, cls_key)
+        if key not in self._family_paths:
+            self._family_paths[key] = {path} | {c.module.path for c in self.family(cls_key)}
+        return self._family_paths[key]
+
     def family(self, cls_key: str) -> list[Class]:
         """A class, its bases (by name, transitively) and the classes deriving from it."""
+        if cls_key in self._family:
+            return self._family[cls_key]
+        self._family[cls_key] = found = self._family_of(cls_key)
+        return found
+
+    def _family_of(self, cls_key: str) -> list[Class]:
         start = self.classes.get(cls_key)
         if start is None:
             return []
@@ -160,12 +197,17 @@ class Program:
             for base in c.bases:
                 todo += self.classes_by_name.get(base, [])
         short = start.qualname.rsplit("::", 1)[1].rsplit(".", 1)[-1]
-        out += [c for cs in self.classes_by_name.values() for c in cs
-                if short in c.bases and c not in out][:16]
+        out += [c for c in self.subclasses.get(short, []) if c not in out][:16]
         return out
 
     def resolve(self, call: ast.Call, caller: Function) -> tuple[Function, ...]:
-        """The analysed definitions a call may run (see the module note)."""
+        """The analysed definitions a call may run (see the module note); once per call."""
+        key = id(call)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(call, caller)
+        return self._resolved[key]
+
+    def _resolve(self, call: ast.Call, caller: Function) -> tuple[Function, ...]:
         func = call.func
         if isinstance(func, ast.Name):
             own = self.module_functions.get(caller.module.path, {}).get(func.id)
@@ -189,12 +231,10 @@ class Program:
         return tuple(found) if len(found) <= MAX_CANDIDATES else ()
 
     def _from_module(self, module: str, name: str) -> tuple[Function, ...]:
-        for mname, mod in self.by_module.items():
-            mname = mname.removesuffix(".__init__")
-            if mname == module or mname.endswith("." + module) or module.endswith("." + mname):
-                fn = self.module_functions.get(mod.path, {}).get(name)
-                if fn is not None:
-                    return (fn,)
+        for mod in self.modules_named(module):
+            fn = self.module_functions.get(mod.path, {}).get(name)
+            if fn is not None:
+                return (fn,)
         return ()
 
 

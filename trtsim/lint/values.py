@@ -100,12 +100,13 @@ class Values:
         return self.global_taint(node.id)
 
     def global_taint(self, name: str) -> Taint:
-        taint = self.facts.globals.get((self.path, name), EMPTY)
+        facts = self.facts
+        taint = facts.read(facts.globals, (self.path, name), self.reads)
         imported = self.module.imports.get(name)
-        if imported is not None and imported[1] is not None:
-            for mod in self.program.modules:
-                if mod.name.removesuffix(".__init__").endswith(imported[0]) and imported[0]:
-                    taint = join(taint, self.facts.globals.get((mod.path, imported[1]), EMPTY))
+        if imported is not None and imported[1] is not None and imported[0]:
+            for mod in self.program.modules_named(imported[0]):
+                taint = join(taint, facts.read(facts.globals, (mod.path, imported[1]),
+                                               self.reads))
         return taint
 
     def attribute(self, node: ast.Attribute) -> Taint:
@@ -122,17 +123,20 @@ class Values:
         base = node.value
         if isinstance(base, ast.Attribute) and self.is_self(base.value):
             paths = self.family_paths()
-            if any((p, base.attr) in self.facts.built for p in paths):
-                return join(*(self.facts.fields.get((p, base.attr, node.attr), EMPTY)
+            facts = self.facts
+            if any((p, base.attr) in facts.built for p in paths):
+                return join(*(facts.read(facts.fields, (p, base.attr, node.attr), self.reads)
                               for p in paths))
+            self.reads.update((id(facts.built), (p, base.attr)) for p in paths)
         return self.expr(node.value)
 
     def family_paths(self) -> set:
-        return {self.path} | {c.module.path for c in self.program.family(self.fn.cls)}
+        return self.program.family_paths(self.path, self.fn.cls)
 
     def attr_taint(self, attr: str, table: str = "attrs") -> Taint:
         found = getattr(self.facts, table)
-        return join(*(found.get((p, attr), EMPTY) for p in self.family_paths()))
+        return join(*(self.facts.read(found, (p, attr), self.reads)
+                      for p in self.family_paths()))
 
     def comprehension(self, node) -> Taint:
         parts = []
@@ -201,7 +205,8 @@ class Values:
                           step(taint, f"passed as {key} to {callee.name}() at {where}"))
         reached = join(self.ctrl(), self.reached())
         facts.add(facts.reach, callee.key, step(reached, f"{callee.name}() called at {where}"))
-        result = _this_call(facts.returns.get(callee.key, EMPTY), callee.name, where)
+        result = _this_call(facts.read(facts.returns, callee.key, self.reads), callee.name,
+                            where)
         return step(result, f"returned by {callee.name}()")
 
     def mutate(self, target: ast.expr, taint: Taint, node: ast.AST) -> None:
