@@ -15,7 +15,7 @@ import ast
 
 from ..gates.model import _exits
 from .origins import EMPTY, Taint, join, origin, step
-from .sources import config_annotation, option_name
+from .sources import config_annotation, option_name, uniform_name
 from .values import Values, dotted
 
 
@@ -94,10 +94,12 @@ class Flow(Values):
     def parameters(self) -> None:
         fn = self.fn
         for i, p in enumerate(fn.params):
-            if (i == 0 and fn.is_method) or not self.input_param(p):
+            if (i == 0 and fn.is_method) or uniform_name(p):
                 self.env[p] = EMPTY
-            elif fn.key in self.facts.called:
+            elif fn.key in self.facts.called:      # what the analysed callers pass
                 self.env[p] = self.facts.read(self.facts.params, (fn.key, p), self.reads)
+            elif not self.input_param(p):
+                self.env[p] = EMPTY
             else:
                 self.env[p] = origin("input", f"parameter {p} of {fn.qualname}() (called "
                                      "from outside the analysed code)", fn.site(fn.node))
