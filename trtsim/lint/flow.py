@@ -15,7 +15,7 @@ import ast
 
 from ..gates.model import _exits
 from .origins import EMPTY, Taint, join, origin, step
-from .sources import config_annotation, option_name, uniform_name
+from .sources import config_annotation, option_name, selects_one, uniform_name
 from .values import Values, dotted
 
 
@@ -54,6 +54,7 @@ class Flow(Values):
         self.assigned: dict[str, list[str]] = {}
         self.current: ast.stmt | None = None
         self.reads: set = set()                 # what this walk read from the facts
+        self.built_here: dict[str, Taint] = {}  # a constructor's own attributes, so far
 
     # -- helpers the expression half uses ---------------------------------------------------
     def site(self, node: ast.AST) -> str:
@@ -132,16 +133,25 @@ class Flow(Values):
             self.stmt(stmt)
             if isinstance(stmt, (ast.If, ast.Assert)) and \
                     (isinstance(stmt, ast.Assert) or _exits(stmt.body)):
+                if selects_one(stmt.test):
+                    self.control.append(EMPTY)       # a root/non-root split: see branches
+                    pushed += 1
+                    continue
                 self.control.append(self.facts.read(
                     self.facts.tests, (self.path, stmt.test.lineno, stmt.test.col_offset),
                     self.reads))
                 pushed += 1
         del self.control[len(self.control) - pushed:]
 
-    def branches(self, taint: Taint, *blocks: list[ast.stmt]) -> None:
+    def branches(self, taint: Taint, *blocks: list[ast.stmt], test=None) -> None:
         """Walk each block on a copy of the environment under ``taint``; join after. A local
         set in a branch is, after the join, decided by the test too (within the branch it is
         not: every member that runs the branch took the same outcome)."""
+        if test is not None and selects_one(test):
+            # a root/non-root split (``is_last_rank``, ``rank == src``) decides which part of
+            # a protocol a member plays, not data: what one member computes or sets there is
+            # what the collective of the split hands (or pairs with) the others
+            taint = EMPTY
         before, results = self.env, []
         self.control.append(taint)
         for body in blocks:
@@ -181,7 +191,7 @@ class Flow(Values):
             elif self.fn is not None and self.ctrl():   # a bare return: whether it returns
                 self.facts.add(self.facts.returns, self.fn.key, self.ctrl())
         elif isinstance(stmt, ast.If):
-            self.branches(self.test(stmt.test), stmt.body, stmt.orelse)
+            self.branches(self.test(stmt.test), stmt.body, stmt.orelse, test=stmt.test)
         elif isinstance(stmt, ast.While):
             taint = self.test(stmt.test)
             self.branches(taint, stmt.body, stmt.body)
@@ -257,9 +267,17 @@ class Flow(Values):
             self.attribute_set(target, taint, value)
         elif isinstance(target, (ast.Subscript, ast.Attribute)):
             base = target.value
+            part = target.attr if isinstance(target, ast.Attribute) else None
             while isinstance(base, (ast.Subscript, ast.Attribute)) and not (
                     isinstance(base, ast.Attribute) and self.is_self(base.value)):
+                part = base.attr if isinstance(base, ast.Attribute) else part
                 base = base.value
+            if isinstance(base, ast.Attribute) and part is not None:
+                # ``self.x.y[k] = v``: the field ``y`` of ``self.x`` holds ``v``'s data; the
+                # object handed on whole is not the data of each of its fields
+                self.facts.add(self.facts.fields, (self.path, base.attr, part), step(
+                    taint, f"self.{base.attr}.{part} changed at {self.site(target)}"))
+                return
             if isinstance(base, ast.Name) and base.id in self.env:
                 self.env[base.id] = join(self.env[base.id], taint)
             elif isinstance(base, ast.Name):
@@ -276,6 +294,8 @@ class Flow(Values):
         key = (self.path, target.attr)
         if isinstance(value, ast.expr):
             self.facts.define(key, value)
+        if self.fn is not None and self.fn.is_constructor:
+            self.built_here[target.attr] = join(self.built_here.get(target.attr, EMPTY), taint)
         # A flag or counter set to a constant records that this code ran: it is as
         # rank-local as the code's being reached (the sticky flag set on a request's arrival).
         event = isinstance(value, ast.Constant) or isinstance(self.current, ast.AugAssign)
@@ -283,8 +303,10 @@ class Flow(Values):
         # An object built under a rank-local test (``if first_stage: self.cache = Cache()``),
         # or any part a constructor builds for this rank's share of the deployment, differs
         # by rank in whether it exists (``nulls``), not in what it holds.
+        # A part of it changed (``self.x[k] = v``, ``self.x.y = v``: ``value`` None) holds
+        # ``v``'s data; the conditions decide only a value that replaces the whole.
         structure = _object(value) or (self.fn is not None and self.fn.is_constructor)
-        taint = join(taint, EMPTY if structure else control)
+        taint = join(taint, EMPTY if structure or value is None else control)
         shown = self.text(value) if isinstance(value, ast.expr) else "changed"
         fn = self.fn
         where = f"{fn.name}({', '.join(fn.own_params)})" if fn else "module"

@@ -16,17 +16,12 @@ when its test is rank-local on ``G`` (``origins.local_on``), unless:
 from __future__ import annotations
 
 import ast
-import re
 
 from .findings import Finding, GateSite, SuppressedGate
 from .origins import assumption, local_on
 from .reach import adp_off
-from .collectives import call_name
-from .sources import rank_groups, rank_name
+from .sources import selects_one
 from .values import SHAPE, dotted
-
-
-_ONE = re.compile(r"(first|last|driver|leader|master)")
 
 
 def _contradicts(skip: frozenset, needs: frozenset) -> bool:
@@ -117,31 +112,9 @@ def _single_member(fn, gate, call, group) -> bool:
         if root is gate:
             continue
         outcome = root.outcome_at(call.lineno, call.col_offset)
-        if outcome is not None and _selects_one(root.test, outcome, group):
+        if outcome is not None and selects_one(root.test, outcome, group):
             return True
     return False
-
-
-def _selects_one(test: ast.expr, outcome: bool, group: str) -> bool:
-    """Whether ``test`` giving ``outcome`` holds on one member of ``group`` only."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _selects_one(test.operand, not outcome, group)
-    if isinstance(test, ast.BoolOp):
-        return isinstance(test.op, ast.And) == outcome and \
-            any(_selects_one(v, outcome, group) for v in test.values)
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
-            isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
-        wanted = isinstance(test.ops[0], ast.Eq)
-        sides = (test.left, test.comparators[0])
-        return outcome == wanted and any(_identity_on(s, group) for s in sides)
-    name = dotted(test).rsplit(".", 1)[-1] if dotted(test) else ""
-    return outcome and bool(_ONE.search(name)) and _identity_on(test, group)
-
-
-def _identity_on(node: ast.expr, group: str) -> bool:
-    name = dotted(node).rsplit(".", 1)[-1] if dotted(node) else \
-        (call_name(node) or "") if isinstance(node, ast.Call) else ""
-    return bool(name) and rank_name(name) and group in rank_groups(name) | {"world"}
 
 
 def _both_outcomes(gate, outcome, sites, r, group) -> bool:

@@ -127,3 +127,39 @@ def environ_origin(key: ast.expr, func_text: str, site: str, text) -> Taint:
             _RANK_ENV.match(key.value):
         return origin("rank", f"{func_text}[{key.value!r}]", site)
     return EMPTY
+
+
+_ONE = re.compile(r"(first|last|driver|leader|master)")
+
+
+def selects_one(test: ast.expr, outcome: bool | None = None, group: str | None = None) -> bool:
+    """Whether a test splits one member from the others (``rank == src``, ``is_last_rank``,
+    their negations): with ``outcome``, whether that outcome holds on one member of ``group``
+    only; without, whether either outcome does."""
+    if outcome is None:
+        return selects_one(test, True, group) or selects_one(test, False, group)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return selects_one(test.operand, not outcome, group)
+    if isinstance(test, ast.BoolOp):
+        return isinstance(test.op, ast.And) == outcome and \
+            any(selects_one(v, outcome, group) for v in test.values)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+            isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
+        wanted = isinstance(test.ops[0], ast.Eq)
+        return outcome == wanted and any(_identity_on(s, group)
+                                         for s in (test.left, test.comparators[0]))
+    return outcome and bool(_ONE.search(_last_name(test))) and _identity_on(test, group)
+
+
+def _last_name(node: ast.expr) -> str:
+    while isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+def _identity_on(node: ast.expr, group: str | None) -> bool:
+    name = _last_name(node)
+    return bool(name) and rank_name(name) and \
+        (group is None or group in rank_groups(name) | {"world"})

@@ -4,6 +4,7 @@ reads values; the statements are in ``flow``)."""
 from __future__ import annotations
 
 import ast
+import re
 
 from .collectives import groups_of, is_collective
 from .origins import EMPTY, Taint, join, origin, sanitised, step
@@ -17,6 +18,9 @@ _META_CALLS = frozenset({"isinstance", "issubclass", "type", "callable", "hasatt
                          "is_initialized", "is_available", "dim", "is_contiguous",
                          "element_size", "get_backend"})
 SHAPE = "the shape of "         # a chain step: the judgement knows a payload's shape
+# What a point-to-point receive returns is what the peer sent: its taint is the peer's data,
+# which the lint follows where the peer computes it, not the address this rank read it from.
+_RECEIVE = re.compile(r"^_?i?recv(_|$)")
 MUTATORS = frozenset({"append", "add", "update", "extend", "insert", "setdefault", "put",
                       "put_nowait", "appendleft", "set"})
 
@@ -119,15 +123,19 @@ class Values:
         if uniform_name(node.attr) or node.attr in _META_ATTRS:
             return EMPTY
         if self.is_self(node.value):
+            if self.fn.is_constructor:     # a constructor sees what it has set so far
+                return self.built_here.get(node.attr, EMPTY)
             return self.attr_taint(node.attr)
         base = node.value
         if isinstance(base, ast.Attribute) and self.is_self(base.value):
             paths = self.family_paths()
             facts = self.facts
+            field = join(*(facts.read(facts.fields, (p, base.attr, node.attr), self.reads)
+                           for p in paths))
             if any((p, base.attr) in facts.built for p in paths):
-                return join(*(facts.read(facts.fields, (p, base.attr, node.attr), self.reads)
-                              for p in paths))
+                return field
             self.reads.update((id(facts.built), (p, base.attr)) for p in paths)
+            return join(field, self.expr(node.value))
         return self.expr(node.value)
 
     def family_paths(self) -> set:
@@ -167,7 +175,7 @@ class Values:
             if statement and isinstance(first, ast.Name):         # in place: the buffer
                 self.env[first.id] = self.sanitise(self.env.get(first.id, EMPTY), groups)
             return self.sanitise(args, groups)
-        if name in _META_CALLS or name in self.declared:
+        if name in _META_CALLS or name in self.declared or _RECEIVE.match(name):
             return EMPTY
         if name in ("size", "numel") and isinstance(func, ast.Attribute) and \
                 isinstance(func.value, ast.Name):
