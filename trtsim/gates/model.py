@@ -120,6 +120,8 @@ def _exits(stmts: list[ast.stmt]) -> bool:
     last = stmts[-1]
     if isinstance(last, _EXITS):
         return True
+    if isinstance(last, (ast.With, ast.AsyncWith)):
+        return _exits(last.body)
     return isinstance(last, ast.If) and _exits(last.body) and _exits(last.orelse)
 
 
