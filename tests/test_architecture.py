@@ -47,8 +47,10 @@ ALLOWED = {
     "state": STATE, "kernels": KERNELS, "model": MODEL, "spec": SPEC, "disagg": DISAGG,
     "executor": EXECUTOR, "postmortem": POSTMORTEM, "scenario": SCENARIO,
     "launching": ROOTS - {"jobs"}, "jobs": ROOTS, "strategies": STRATEGIES,
-    "app": ROOTS | STRATEGIES | {"app"},
+    "app": ROOTS | STRATEGIES | {"app", "lint"},
     "mpi": ROOTS | {"mpi"},              # python -m trtsim.mpi: the mpirun job's face
+    "gates": BASE | {"gates"},           # the one gate model (lint and run-time observer)
+    "lint": BASE | {"gates", "lint"},    # trtsim lint: the source check
 }
 MAX_FUNCTION_LINES = 80
 MAX_WING_SHARE = 0.30

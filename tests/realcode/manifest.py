@@ -208,3 +208,26 @@ SGLANG = (
     "sglang/srt/utils/stale_shm_cleanup.py",
     "sglang/srt/utils/video_decoder.py",
 )
+
+# The files ``trtsim lint`` reads (tests/realcode/test_lint_frameworks.py): read, never
+# imported. The packages' __init__.py files are there so that the modules keep their dotted
+# names (a call through ``dp_utils.x`` resolves to vllm/v1/worker/dp_utils.py).
+LINT_VLLM = (
+    "vllm/__init__.py",
+    "vllm/distributed/__init__.py",
+    "vllm/distributed/parallel_state.py",
+    "vllm/v1/__init__.py",
+    "vllm/v1/worker/__init__.py",
+    "vllm/v1/worker/dp_utils.py",
+    "vllm/v1/worker/gpu/__init__.py",
+    "vllm/v1/worker/gpu/dp_utils.py",
+    "vllm/v1/worker/gpu/model_runner.py",
+    "vllm/v1/worker/gpu/pp_utils.py",
+)
+
+LINT_SGLANG = (
+    "sglang/__init__.py",
+    "sglang/srt/distributed/__init__.py",
+    "sglang/srt/distributed/parallel_state.py",
+    "sglang/srt/layers/dp_attention.py",
+)

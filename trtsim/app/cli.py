@@ -13,6 +13,7 @@ from .commands import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION
 from ..comm.launch_config import BACKENDS
 from .analyze import add_parser as _add_analyze
 from .hunt import HUNTS
+from .lint import add_parser as _add_lint
 from .output import BadInput
 
 __all__ = ["main", "build_parser", "parse_sets", "BadInput", "EXIT_OK", "EXIT_VIOLATION",
@@ -126,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--launch", metavar="ID", help="the launch whose call logs to read, where a folder "
         "holds several (default: the newest with every rank's log)")
     _add_others(sub)
+    _add_lint(sub)
     return parser
 
 
