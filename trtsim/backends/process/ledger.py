@@ -35,7 +35,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
+from ...guard.waitfor import BLOCKED, RUNNING, RankState, RankStatus
 from ...calls.records import CallRecord
 from .record_codec import SLOT_BYTES, RecordCodec, pack_ranks
 from .row_mutex import MUTEX_BYTES, RowLocks
@@ -43,13 +43,50 @@ from .row_mutex import MUTEX_BYTES, RowLocks
 MAX_SLOTS = 16            # communicators one rank may use (trtsim's own kinds take five)
 P2P_SLOT = 0              # slot 0 holds the current p2p call
 _P2P_KEY = 1
-STATUS_CODES = {RUNNING: 0, BLOCKED: 1, DONE: 2, FAILED: 3, "starting": 4}
+STATUS_CODES = {RankStatus.RUNNING: 0, RankStatus.BLOCKED: 1, RankStatus.DONE: 2,
+                RankStatus.FAILED: 3, RankStatus.STARTING: 4}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
 MAX_PENDING = 64
+MAX_RECEIVED = 64         # channels (source, tag) whose last taken message a rank keeps
 CLOCK_HISTORY = 64
 # state columns
-STATUS, VERSION, ITERATION, BLOCKED_SLOT, NUM_PENDING, READY_NS, PID = range(7)
+STATUS, VERSION, ITERATION, BLOCKED_SLOT, NUM_PENDING, READY_NS, PID, NUM_RECEIVED = range(8)
 STATE_COLS = 8
+
+# The block, in order: each area's attribute, dtype and shape per rank (``None``: one for the
+# whole block; ``k``: a slot's). Every area starts on a 64-byte line. ``Ledger`` makes its
+# views from this table and ``Ledger.size`` sums it: the layout is written once.
+LAYOUT: tuple[tuple[str, Any, tuple], ...] = (
+    ("header", np.int64, (None, 4)),                          # [abort, ...]
+    ("locks", np.uint8, (MUTEX_BYTES,)),                      # one row mutex a rank
+    ("state", np.int64, (STATE_COLS,)),
+    ("slot_key", np.int64, ("k",)),                           # the slot directory (0: free)
+    ("seq", np.int64, ("k",)),
+    ("iters", np.int64, ("k",)),                              # the iteration of the slot's call
+    ("hash", np.uint8, ("k", 16)),
+    ("reclen", np.int64, ("k",)),
+    ("rec", np.uint8, ("k", SLOT_BYTES)),
+    ("pending", np.int64, (MAX_PENDING, 2)),                  # (dst, tag) of sends in flight
+    ("received", np.int64, (MAX_RECEIVED, 3)),                # (src, tag, seq) last taken
+    # entry clocks of the last CLOCK_HISTORY calls per group: members read each other's
+    # arrival after a collective (a member cannot be that many calls ahead on one group)
+    ("clocks", np.float64, ("k", CLOCK_HISTORY)),
+)
+
+
+def _aligned(nbytes: int) -> int:
+    return (nbytes + 63) // 64 * 64
+
+
+def _placed(num_ranks: int) -> list[tuple[str, Any, tuple[int, ...], int]]:
+    """``LAYOUT`` for ``num_ranks`` ranks: each area's name, dtype, shape and byte offset."""
+    out, off = [], 0
+    for name, dtype, per in LAYOUT:
+        dims = [MAX_SLOTS if d == "k" else d for d in per]
+        shape = tuple(dims[1:]) if dims[0] is None else (num_ranks, *dims)
+        out.append((name, dtype, shape, off))
+        off += _aligned(int(np.prod(shape)) * np.dtype(dtype).itemsize)
+    return out
 
 
 def comm_key(rec: CallRecord) -> int:
@@ -61,6 +98,20 @@ def comm_key(rec: CallRecord) -> int:
 
 class Ledger:
     """Views of the shared block; ``Ledger.create`` in the launcher, ``Ledger.attach`` in ranks."""
+
+    # the areas of ``LAYOUT`` (set from the table)
+    header: np.ndarray
+    locks: RowLocks
+    state: np.ndarray
+    slot_key: np.ndarray
+    seq: np.ndarray
+    iters: np.ndarray
+    hash: np.ndarray
+    reclen: np.ndarray
+    rec: np.ndarray
+    pending: np.ndarray
+    received: np.ndarray
+    clocks: np.ndarray
 
     def __init__(self, shm: shared_memory.SharedMemory, num_ranks: int, owner: bool,
                  wakeups: list | None = None,
@@ -77,40 +128,19 @@ class Ledger:
         self._posted_data: dict[tuple, bytes] = {}   # (rank, slot) -> template in the block
         self._found: dict[tuple, int] = {}    # reader's (rank, group kind, comm) -> slot
         self._keys: dict[tuple, tuple] = {}  # reader's cache: (rank, slot) -> (seq, group key)
-        n, k = num_ranks, MAX_SLOTS - 1
         buf: Any = shm.buf         # a memoryview while the block is open
-        off = 0
-
-        def take(dtype, shape):
-            nonlocal off
-            arr = np.ndarray(shape, dtype=dtype, buffer=buf, offset=off)
-            off += arr.nbytes
-            off = (off + 63) // 64 * 64
-            return arr
-
-        self.header = take(np.int64, (4,))                 # [abort, ...]
-        self.locks = RowLocks(ctypes.addressof(ctypes.c_char.from_buffer(buf, off)), n)
-        off += (n * MUTEX_BYTES + 63) // 64 * 64
-        self.state = take(np.int64, (n, STATE_COLS))
-        self.slot_key = take(np.int64, (n, k + 1))      # the slot directory (0: free)
-        self.seq = take(np.int64, (n, k + 1))
-        self.iters = take(np.int64, (n, k + 1))         # the iteration of the slot's call
-        self.hash = take(np.uint8, (n, k + 1, 16))
-        self.reclen = take(np.int64, (n, k + 1))
-        self.rec = take(np.uint8, (n, k + 1, SLOT_BYTES))
-        self.pending = take(np.int64, (n, MAX_PENDING, 2))
-        # entry clocks of the last CLOCK_HISTORY calls per group: members read each other's
-        # arrival after a collective (a member cannot be that many calls ahead on one group)
-        self.clocks = take(np.float64, (n, k + 1, CLOCK_HISTORY))
+        base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+        for name, dtype, shape, off in _placed(num_ranks):
+            if name == "locks":
+                self.locks = RowLocks(base + off, num_ranks)
+            else:
+                setattr(self, name, np.ndarray(shape, dtype=dtype, buffer=buf, offset=off))
 
     @staticmethod
     def size(num_ranks: int) -> int:
-        k = MAX_SLOTS
-        per = [4 * 8, num_ranks * MUTEX_BYTES, num_ranks * STATE_COLS * 8, num_ranks * k * 8,
-               num_ranks * k * 8, num_ranks * k * 8, num_ranks * k * 16,
-               num_ranks * k * 8, num_ranks * k * SLOT_BYTES, num_ranks * MAX_PENDING * 16,
-               num_ranks * k * CLOCK_HISTORY * 8]
-        return sum((p + 63) // 64 * 64 for p in per)
+        """The block's bytes for ``num_ranks`` ranks (the end of ``LAYOUT``'s last area)."""
+        name, dtype, shape, off = _placed(num_ranks)[-1]
+        return off + _aligned(int(np.prod(shape)) * np.dtype(dtype).itemsize)
 
     @classmethod
     def create(cls, num_ranks: int, wakeups: list | None = None) -> "Ledger":
@@ -119,7 +149,7 @@ class Ledger:
         block: Any = shm.buf                  # a memoryview while the block is open
         np.frombuffer(block, dtype=np.uint8)[:] = 0
         ledger.locks.initialize()
-        ledger.state[:, STATUS] = STATUS_CODES["starting"]
+        ledger.state[:, STATUS] = STATUS_CODES[RankStatus.STARTING]
         return ledger
 
     @classmethod
@@ -135,10 +165,8 @@ class Ledger:
         return self.shm.name
 
     def close(self) -> None:
-        for attr in ("header", "locks", "state", "slot_key", "seq", "iters", "hash", "reclen",
-                     "rec", "pending",
-                     "clocks"):
-            setattr(self, attr, None)
+        for name, *_ in LAYOUT:
+            setattr(self, name, None)
         self.shm.close()
         if self.owner:
             try:
@@ -147,13 +175,13 @@ class Ledger:
                 pass
 
     # -- rank side (each rank writes only its own row, holding the row's mutex) ----------
-    def _status(self, r: int, status: str) -> None:
+    def _status(self, r: int, status: RankStatus) -> None:
         self.state[r, STATUS] = STATUS_CODES[status]
         if status != BLOCKED:
             self.state[r, BLOCKED_SLOT] = -1
         self.state[r, VERSION] += 1
 
-    def set_status(self, r: int, status: str) -> None:
+    def set_status(self, r: int, status: RankStatus) -> None:
         with self.locks.row(r):
             self._status(r, status)
 
@@ -231,6 +259,25 @@ class Ledger:
                 self.pending[r, i] = (dst, tag)
             self.state[r, NUM_PENDING] = len(sends)
             self.state[r, VERSION] += 1
+
+    def receive_done(self, r: int, rec: CallRecord) -> None:
+        """Rank r's receive ``rec`` completed: note its message taken (the last sequence
+        from ``rec.peer`` with ``rec.tag``) and mark r running, in one step, so no reader
+        sees r running on while the sender's send still looks unmatched."""
+        src, tag = rec.route
+        with self.locks.row(r):
+            n = int(self.state[r, NUM_RECEIVED])
+            found = np.flatnonzero((self.received[r, :n, 0] == src)
+                                   & (self.received[r, :n, 1] == tag))
+            if found.size:
+                self.received[r, int(found[0]), 2] = rec.seq
+            else:
+                if n == MAX_RECEIVED:       # the oldest channel goes (a rarely used one)
+                    self.received[r, :-1] = self.received[r, 1:].copy()
+                    n -= 1
+                self.received[r, n] = (src, tag, rec.seq)
+                self.state[r, NUM_RECEIVED] = n + 1
+            self._status(r, RUNNING)
 
     def notify(self, ranks: list[int]) -> None:
         """Wake ``ranks`` if they wait for a post. A release is an atomic operation, so it
@@ -316,13 +363,16 @@ class Ledger:
             with self.locks.row(r):
                 code, slot = int(self.state[r, STATUS]), int(self.state[r, BLOCKED_SLOT])
                 status = STATUS_NAMES.get(code, RUNNING)
-                status = RUNNING if status == "starting" else status
+                status = RUNNING if status == RankStatus.STARTING else status
                 call = self._record_bytes(r, slot) if status == BLOCKED else None
                 npend = int(self.state[r, NUM_PENDING])
                 pending = tuple((int(d), int(t)) for d, t in self.pending[r, :npend])
                 iteration = int(self.state[r, ITERATION])
+                ntaken = int(self.state[r, NUM_RECEIVED])
+                taken = {(int(s), int(t)): int(q) for s, t, q in self.received[r, :ntaken]}
             posted = self._posted(r)     # takes the row's mutex per slot it must decode
             if call is None:
                 status = RUNNING if status == BLOCKED else status
-            out[r] = RankState(r, status, call, posted, pending, iteration, places[r].name)
+            out[r] = RankState(r, status, call, posted, pending, iteration, places[r].name,
+                               received=taken)
         return out

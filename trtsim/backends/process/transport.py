@@ -127,13 +127,21 @@ class TorchTransport:
         """Run a real blocking call, visibly blocked in ``rec`` for the monitor."""
         self.ledger.post(self.rank, rec)
         value = run()
-        self.ledger.set_status(self.rank, RUNNING)
+        self._returned(rec)
         return value
+
+    def _returned(self, rec: CallRecord) -> None:
+        """``rec`` returned: the rank runs, and a receive's message is taken (its sender may
+        still show blocked in the send until its Python resumes)."""
+        if Op.of(rec.op).sends:
+            self.ledger.set_status(self.rank, RUNNING)
+        else:
+            self.ledger.receive_done(self.rank, rec)
 
     def wait_recv(self, rec: CallRecord, pending) -> Any:
         self.ledger.post(self.rank, rec)
         value = pending.wait()
-        self.ledger.set_status(self.rank, RUNNING)
+        self.ledger.receive_done(self.rank, rec)
         return value
 
     def _complete_clock(self, rec: CallRecord, payload: Any) -> None:
@@ -255,6 +263,7 @@ class _RecvHandle:
     def wait(self) -> Any:
         if self._pending.is_completed():
             value = self._pending.wait()
+            self._transport._returned(self._rec)
         else:
             value = self._transport.wait_recv(self._rec, self._pending)
         if not self._clocked:
@@ -274,5 +283,7 @@ class _RealRecv:
 
     def wait(self, timeout=None) -> Any:
         if self._works.is_completed():
-            return self._works.wait()
+            value = self._works.wait()
+            self._transport._returned(self._rec)
+            return value
         return self._transport._blocked(self._rec, self._works.wait)
