@@ -1,8 +1,8 @@
 """Wait-for analysis: which blocked ranks can never proceed (pure functions).
 
 A blocked rank waits for the members of its group that have not yet entered its call (for a
-p2p receive: the sender; for a blocking send: the receiver, unless it has taken the message
-already: see ``RankState.received``). It can still proceed if any rank
+p2p receive: the sender, unless it delivered the message already; for a blocking send: the
+receiver, unless it took the message already: see ``RankState.received``). It can still proceed if any rank
 it waits for is running (a slow rank may yet arrive) or is blocked but may itself proceed. The
 deadlocked set is therefore the greatest set S of blocked ranks such that every rank each
 member of S waits for is finished or in S. A rank merely slower than its peers is running, so
@@ -61,10 +61,12 @@ RUNNING, BLOCKED, DONE, FAILED = (RankStatus.RUNNING, RankStatus.BLOCKED, RankSt
 class RankState:
     """A snapshot of one rank: its status, the call it is blocked in, the last sequence it
     entered on each group, its sends not yet taken by their receivers, and the messages it
-    has taken: ``received[(src, tag)]`` is the sequence of the last message from global rank
-    ``src`` with ``tag`` whose receive completed (messages on one channel complete in order).
-    A sender may still show blocked in a send whose message the receiver has taken (its
-    Python has not resumed yet): ``received`` tells that send from a waiting one."""
+    completed: ``received[(src, tag)]`` is the sequence of the last message from global rank
+    ``src`` with ``tag`` whose receive completed, ``delivered[(dst, tag)]`` the last one to
+    ``dst`` whose send completed (messages on one channel complete in order). A rank shows
+    blocked in its call until its Python resumes after the real one: a sender in a send whose
+    message the receiver took, a receiver in a receive whose message the sender delivered.
+    These tell such a call from a waiting one."""
 
     rank: int
     status: RankStatus
@@ -74,6 +76,7 @@ class RankState:
     iteration: int = 0                                # the rank's executor iteration now
     name: str = ""                            # "gen rank 3 (global 11)" in a deployment
     received: dict[tuple[int, int], int] = field(default_factory=dict)
+    delivered: dict[tuple[int, int], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.status, RankStatus):
@@ -110,7 +113,8 @@ def waits_for(state: RankState, states: dict[int, RankState]) -> tuple[int, ...]
         if peer is None:
             return ()
         if call.op in RECEIVES:
-            matched = (state.rank, tag) in peer.pending_sends
+            matched = ((state.rank, tag) in peer.pending_sends
+                       or peer.delivered.get((state.rank, tag), 0) >= call.seq)
         else:
             matched = send_matched(call, peer)
         return () if matched else (peer_rank,)

@@ -36,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ...guard.waitfor import BLOCKED, RUNNING, RankState, RankStatus
+from ...calls.ops import Op
 from ...calls.records import CallRecord
 from .record_codec import SLOT_BYTES, RecordCodec, pack_ranks
 from .row_mutex import MUTEX_BYTES, RowLocks
@@ -47,10 +48,10 @@ STATUS_CODES = {RankStatus.RUNNING: 0, RankStatus.BLOCKED: 1, RankStatus.DONE: 2
                 RankStatus.FAILED: 3, RankStatus.STARTING: 4}
 STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
 MAX_PENDING = 64
-MAX_RECEIVED = 64         # channels (source, tag) whose last taken message a rank keeps
+MAX_DONE = 64             # channels whose last completed message a rank keeps
 CLOCK_HISTORY = 64
 # state columns
-STATUS, VERSION, ITERATION, BLOCKED_SLOT, NUM_PENDING, READY_NS, PID, NUM_RECEIVED = range(8)
+STATUS, VERSION, ITERATION, BLOCKED_SLOT, NUM_PENDING, READY_NS, PID, NUM_DONE = range(8)
 STATE_COLS = 8
 
 # The block, in order: each area's attribute, dtype and shape per rank (``None``: one for the
@@ -67,7 +68,7 @@ LAYOUT: tuple[tuple[str, Any, tuple], ...] = (
     ("reclen", np.int64, ("k",)),
     ("rec", np.uint8, ("k", SLOT_BYTES)),
     ("pending", np.int64, (MAX_PENDING, 2)),                  # (dst, tag) of sends in flight
-    ("received", np.int64, (MAX_RECEIVED, 3)),                # (src, tag, seq) last taken
+    ("done", np.int64, (MAX_DONE, 4)),       # (peer, tag, seq, sends): last message completed
     # entry clocks of the last CLOCK_HISTORY calls per group: members read each other's
     # arrival after a collective (a member cannot be that many calls ahead on one group)
     ("clocks", np.float64, ("k", CLOCK_HISTORY)),
@@ -110,7 +111,7 @@ class Ledger:
     reclen: np.ndarray
     rec: np.ndarray
     pending: np.ndarray
-    received: np.ndarray
+    done: np.ndarray
     clocks: np.ndarray
 
     def __init__(self, shm: shared_memory.SharedMemory, num_ranks: int, owner: bool,
@@ -260,24 +261,30 @@ class Ledger:
             self.state[r, NUM_PENDING] = len(sends)
             self.state[r, VERSION] += 1
 
-    def receive_done(self, r: int, rec: CallRecord) -> None:
-        """Rank r's receive ``rec`` completed: note its message taken (the last sequence
-        from ``rec.peer`` with ``rec.tag``) and mark r running, in one step, so no reader
-        sees r running on while the sender's send still looks unmatched."""
-        src, tag = rec.route
+    def message_done(self, r: int, rec: CallRecord, returned: bool) -> None:
+        """Rank r's message ``rec`` completed: a receive's message is taken, a send's is
+        delivered (its receive completes without the sender). Kept as the last sequence per
+        channel; ``returned``: r's call returned with it, and r runs on. One step, so no
+        reader sees r running on while its peer's call still looks unmatched."""
+        peer, tag = rec.route
+        sends = int(Op.of(rec.op).sends)
         with self.locks.row(r):
-            n = int(self.state[r, NUM_RECEIVED])
-            found = np.flatnonzero((self.received[r, :n, 0] == src)
-                                   & (self.received[r, :n, 1] == tag))
+            n = int(self.state[r, NUM_DONE])
+            rows = self.done[r, :n]
+            found = np.flatnonzero((rows[:, 0] == peer) & (rows[:, 1] == tag)
+                                   & (rows[:, 3] == sends))
             if found.size:
-                self.received[r, int(found[0]), 2] = rec.seq
+                self.done[r, int(found[0]), 2] = max(rec.seq, int(rows[int(found[0]), 2]))
             else:
-                if n == MAX_RECEIVED:       # the oldest channel goes (a rarely used one)
-                    self.received[r, :-1] = self.received[r, 1:].copy()
+                if n == MAX_DONE:           # the oldest channel goes (a rarely used one)
+                    self.done[r, :-1] = self.done[r, 1:].copy()
                     n -= 1
-                self.received[r, n] = (src, tag, rec.seq)
-                self.state[r, NUM_RECEIVED] = n + 1
-            self._status(r, RUNNING)
+                self.done[r, n] = (peer, tag, rec.seq, sends)
+                self.state[r, NUM_DONE] = n + 1
+            if returned:
+                self._status(r, RUNNING)
+            else:
+                self.state[r, VERSION] += 1
 
     def notify(self, ranks: list[int]) -> None:
         """Wake ``ranks`` if they wait for a post. A release is an atomic operation, so it
@@ -349,6 +356,11 @@ class Ledger:
     def abort(self) -> None:
         self.header[0] = 1
 
+    def status(self, r: int) -> RankStatus:
+        """Rank r's status as its row says it (``starting`` until it runs the program)."""
+        with self.locks.row(r):
+            return STATUS_NAMES.get(int(self.state[r, STATUS]), RankStatus.RUNNING)
+
     def versions(self) -> np.ndarray:
         out = np.empty(self.num_ranks, dtype=np.int64)
         for r in range(self.num_ranks):
@@ -368,11 +380,11 @@ class Ledger:
                 npend = int(self.state[r, NUM_PENDING])
                 pending = tuple((int(d), int(t)) for d, t in self.pending[r, :npend])
                 iteration = int(self.state[r, ITERATION])
-                ntaken = int(self.state[r, NUM_RECEIVED])
-                taken = {(int(s), int(t)): int(q) for s, t, q in self.received[r, :ntaken]}
+                done = self.done[r, :int(self.state[r, NUM_DONE])].tolist()
             posted = self._posted(r)     # takes the row's mutex per slot it must decode
             if call is None:
                 status = RUNNING if status == BLOCKED else status
             out[r] = RankState(r, status, call, posted, pending, iteration, places[r].name,
-                               received=taken)
+                               received={(p, t): q for p, t, q, snd in done if not snd},
+                               delivered={(p, t): q for p, t, q, snd in done if snd})
         return out

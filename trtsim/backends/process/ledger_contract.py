@@ -38,9 +38,10 @@ class RankLedger(Protocol):
     def arrival(self, r: int, rec: CallRecord) -> float: ...
     def set_status(self, r: int, status: RankStatus) -> None: ...
 
-    def receive_done(self, r: int, rec: CallRecord) -> None:
-        """Rank r's receive ``rec`` completed: its message is taken (the sender's blocking
-        send no longer waits, whatever the sender's own row still says), and r runs."""
+    def message_done(self, r: int, rec: CallRecord, returned: bool) -> None:
+        """Rank r's message ``rec`` completed (a receive's taken, a send's delivered: the
+        peer's call no longer waits for r, whatever r's status still says); ``returned``:
+        r's call returned with it, and r runs."""
         ...
 
     def set_ready(self, r: int, pid: int) -> None: ...

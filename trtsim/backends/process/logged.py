@@ -37,9 +37,10 @@ class LoggedLedger:
         self._logger.set_status(status)
         self._ledger.set_status(r, status)
 
-    def receive_done(self, r: int, rec: CallRecord) -> None:
-        self._logger.set_status(RUNNING)
-        self._ledger.receive_done(r, rec)
+    def message_done(self, r: int, rec: CallRecord, returned: bool) -> None:
+        if returned:
+            self._logger.set_status(RUNNING)
+        self._ledger.message_done(r, rec, returned)
 
     def set_iteration(self, r: int, iteration: int) -> None:
         self._logger.iteration = iteration
