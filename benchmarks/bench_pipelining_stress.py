@@ -91,6 +91,8 @@ def main() -> None:
                                 "report": str(exc).splitlines()[0]})
                 print(f"run {i} {schedule}: {type(exc).__name__}: {exc}", flush=True)
             times[schedule].append(time.perf_counter() - t0)
+            print(f"run {i} {schedule}: {len(reports)} reports so far, "
+                  f"{times[schedule][-1]:.1f} s", flush=True)
             if (i + 1) % 10 == 0:
                 print(f"{i + 1}/{a.runs} runs, {len(reports)} reports, "
                       f"{time.perf_counter() - t_start:.0f} s", flush=True)

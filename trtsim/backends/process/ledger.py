@@ -3,9 +3,13 @@
 The launcher owns one shared-memory block; each rank writes only its own row: its status, a
 version counter bumped on every change, its executor iteration, and for each communicator it
 uses a slot with the sequence, match hash and pickled record of the last call it entered
-there (plus one slot for its current p2p call, and its pending sends). A slot directory maps
-a communicator's key (its kind and id, hashed) to the slot: a rank claims a free slot the
-first time it calls on a communicator, and a peer looks the key up in the rank's row.
+there (plus one slot for its current p2p call, its pending sends, and the last message it
+completed on each p2p channel: a rank shows blocked in a p2p call until its Python resumes
+after the real one, and its peer's note that the message was taken or delivered tells the
+wait-for rule that the call no longer waits). ``LAYOUT`` is the block's one layout table. A
+slot directory maps a communicator's key (its kind and id, hashed) to the slot: a rank
+claims a free slot the first time it calls on a communicator, and a peer looks the key up in
+the rank's row.
 Ranks read their peers' rows to compare records before a real collective; the launcher's
 monitor reads every row to build the wait-for graph. No extra collective is ever issued.
 
@@ -38,56 +42,12 @@ import numpy as np
 from ...guard.waitfor import BLOCKED, RUNNING, RankState, RankStatus
 from ...calls.ops import Op
 from ...calls.records import CallRecord
-from .record_codec import SLOT_BYTES, RecordCodec, pack_ranks
-from .row_mutex import MUTEX_BYTES, RowLocks
-
-MAX_SLOTS = 16            # communicators one rank may use (trtsim's own kinds take five)
-P2P_SLOT = 0              # slot 0 holds the current p2p call
-_P2P_KEY = 1
-STATUS_CODES = {RankStatus.RUNNING: 0, RankStatus.BLOCKED: 1, RankStatus.DONE: 2,
-                RankStatus.FAILED: 3, RankStatus.STARTING: 4}
-STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
-MAX_PENDING = 64
-MAX_DONE = 64             # channels whose last completed message a rank keeps
-CLOCK_HISTORY = 64
-# state columns
-STATUS, VERSION, ITERATION, BLOCKED_SLOT, NUM_PENDING, READY_NS, PID, NUM_DONE = range(8)
-STATE_COLS = 8
-
-# The block, in order: each area's attribute, dtype and shape per rank (``None``: one for the
-# whole block; ``k``: a slot's). Every area starts on a 64-byte line. ``Ledger`` makes its
-# views from this table and ``Ledger.size`` sums it: the layout is written once.
-LAYOUT: tuple[tuple[str, Any, tuple], ...] = (
-    ("header", np.int64, (None, 4)),                          # [abort, ...]
-    ("locks", np.uint8, (MUTEX_BYTES,)),                      # one row mutex a rank
-    ("state", np.int64, (STATE_COLS,)),
-    ("slot_key", np.int64, ("k",)),                           # the slot directory (0: free)
-    ("seq", np.int64, ("k",)),
-    ("iters", np.int64, ("k",)),                              # the iteration of the slot's call
-    ("hash", np.uint8, ("k", 16)),
-    ("reclen", np.int64, ("k",)),
-    ("rec", np.uint8, ("k", SLOT_BYTES)),
-    ("pending", np.int64, (MAX_PENDING, 2)),                  # (dst, tag) of sends in flight
-    ("done", np.int64, (MAX_DONE, 4)),       # (peer, tag, seq, sends): last message completed
-    # entry clocks of the last CLOCK_HISTORY calls per group: members read each other's
-    # arrival after a collective (a member cannot be that many calls ahead on one group)
-    ("clocks", np.float64, ("k", CLOCK_HISTORY)),
-)
-
-
-def _aligned(nbytes: int) -> int:
-    return (nbytes + 63) // 64 * 64
-
-
-def _placed(num_ranks: int) -> list[tuple[str, Any, tuple[int, ...], int]]:
-    """``LAYOUT`` for ``num_ranks`` ranks: each area's name, dtype, shape and byte offset."""
-    out, off = [], 0
-    for name, dtype, per in LAYOUT:
-        dims = [MAX_SLOTS if d == "k" else d for d in per]
-        shape = tuple(dims[1:]) if dims[0] is None else (num_ranks, *dims)
-        out.append((name, dtype, shape, off))
-        off += _aligned(int(np.prod(shape)) * np.dtype(dtype).itemsize)
-    return out
+from .ledger_layout import (BLOCKED_SLOT, CLOCK_HISTORY, ITERATION, LAYOUT, MAX_DONE,
+                            MAX_PENDING, MAX_SLOTS, NUM_DONE, NUM_PENDING, P2P_KEY, P2P_SLOT,
+                            PID, READY_NS, STATUS, STATUS_CODES, STATUS_NAMES, VERSION,
+                            aligned, placed)
+from .record_codec import RecordCodec, pack_ranks
+from .row_mutex import RowLocks
 
 
 def comm_key(rec: CallRecord) -> int:
@@ -131,7 +91,7 @@ class Ledger:
         self._keys: dict[tuple, tuple] = {}  # reader's cache: (rank, slot) -> (seq, group key)
         buf: Any = shm.buf         # a memoryview while the block is open
         base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-        for name, dtype, shape, off in _placed(num_ranks):
+        for name, dtype, shape, off in placed(num_ranks):
             if name == "locks":
                 self.locks = RowLocks(base + off, num_ranks)
             else:
@@ -140,8 +100,8 @@ class Ledger:
     @staticmethod
     def size(num_ranks: int) -> int:
         """The block's bytes for ``num_ranks`` ranks (the end of ``LAYOUT``'s last area)."""
-        name, dtype, shape, off = _placed(num_ranks)[-1]
-        return off + _aligned(int(np.prod(shape)) * np.dtype(dtype).itemsize)
+        _, dtype, shape, off = placed(num_ranks)[-1]
+        return off + aligned(int(np.prod(shape)) * np.dtype(dtype).itemsize)
 
     @classmethod
     def create(cls, num_ranks: int, wakeups: list | None = None) -> "Ledger":
@@ -200,7 +160,7 @@ class Ledger:
     def _own_slot(self, r: int, rec: CallRecord) -> int:
         """Rank r's slot for ``rec``'s communicator, claimed on first use (its own row)."""
         if rec.is_p2p:
-            self.slot_key[r, P2P_SLOT] = _P2P_KEY   # a constant: no ordering to keep
+            self.slot_key[r, P2P_SLOT] = P2P_KEY   # a constant: no ordering to keep
             return P2P_SLOT
         slot = self._slots.get((rec.group_kind, rec.comm))
         if slot is None:
@@ -221,7 +181,7 @@ class Ledger:
         claimed slot never moves, so a found one is remembered). For a p2p record: r's
         current p2p call, which is in one slot whatever its channel."""
         if rec.is_p2p:
-            return P2P_SLOT if self.slot_key[r, P2P_SLOT] == _P2P_KEY else None
+            return P2P_SLOT if self.slot_key[r, P2P_SLOT] == P2P_KEY else None
         where = (r, rec.group_kind, rec.comm)
         slot = self._found.get(where)
         if slot is None:
