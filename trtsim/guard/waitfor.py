@@ -114,7 +114,7 @@ def waits_for(state: RankState, states: dict[int, RankState]) -> tuple[int, ...]
             return ()
         if call.op in RECEIVES:
             matched = ((state.rank, tag) in peer.pending_sends
-                       or peer.delivered.get((state.rank, tag), 0) >= call.seq)
+                       or peer.delivered.get((state.rank, tag), -1) >= call.seq)
         else:
             matched = send_matched(call, peer)
         return () if matched else (peer_rank,)
@@ -125,7 +125,7 @@ def waits_for(state: RankState, states: dict[int, RankState]) -> tuple[int, ...]
 def send_matched(call: CallRecord, peer: RankState) -> bool:
     """Whether blocking send ``call`` can complete as far as its receiver ``peer`` goes:
     the receiver has taken this message already, or sits in the matching receive now."""
-    if peer.received.get((call.rank, call.route[1]), 0) >= call.seq:
+    if peer.received.get((call.rank, call.route[1]), -1) >= call.seq:
         return True
     return (peer.status == BLOCKED and peer.call is not None and peer.call.is_p2p
             and peer.call.op in RECEIVES and peer.call.peer == call.rank
