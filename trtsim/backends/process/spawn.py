@@ -33,7 +33,8 @@ from .ledger import ITERATION, READY_NS, Ledger
 from .monitor import DeadlockMonitor
 from .store import LOOPBACK, serve_store
 from .rank_main import failed_report, rank_main
-from .rank_messages import GroupAnnounced, RankFinished, RankRaised, RankReported
+from .rank_messages import (GroupAnnounced, RankFinished, RankMessage, RankRaised,
+                            RankReported)
 
 
 def device_plan(backend: str, num_ranks: int) -> tuple[dict, list[str]]:
@@ -175,7 +176,7 @@ class _Watch:
 
     def _take(self, timeout: float) -> bool:
         try:
-            msg = self.q.get(timeout=timeout)
+            msg: RankMessage = self.q.get(timeout=timeout)
         except queue_mod.Empty:
             return False
         match msg:
