@@ -16,7 +16,7 @@ from trtsim.backends.process.ledger import Ledger
 from trtsim.backends.process.record_codec import match_hash
 from trtsim.backends.process.transport import TorchTransport
 from trtsim.calls.records import CallRecord
-from trtsim.layout.parallel import ParallelLayout
+from trtsim.layout.topology import InstanceSpec
 from trtsim.layout.places import InstanceLayout, rank_places
 
 pytestmark = pytest.mark.timeout(240)
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(240)
 
 @pytest.fixture
 def logger(tmp_path):
-    places = rank_places([InstanceLayout("", "", ParallelLayout(tp_size=2))])
+    places = rank_places([InstanceLayout("", "", InstanceSpec(tp_size=2))])
     log = call_log_writer.start(LaunchConfig("gloo", timeout=600, log_dir=str(tmp_path)), 0, places)
     yield log
     log.close("done")

@@ -5,6 +5,7 @@ row's mutex cannot hang the readers."""
 import multiprocessing as mp
 import os
 
+import numpy as np
 from hypothesis import given, strategies as st
 
 import trtsim
@@ -95,3 +96,39 @@ def test_a_slot_reads_back_the_last_record_posted_there():
             assert ledger.read_seq_hash(0, rec) == (seq, match_hash(rec))
     finally:
         ledger.close()
+
+
+@given(num_ranks=st.integers(1, 40))
+def test_the_block_is_laid_out_once_areas_apart_and_inside(num_ranks):
+    # ``LAYOUT`` is the one table: every area starts on a 64-byte line after the previous
+    # one's end, and the block's size is where the last one ends.
+    from trtsim.backends.process.ledger_layout import LAYOUT, placed
+    areas = placed(num_ranks)
+    assert [a[0] for a in areas] == [name for name, *_ in LAYOUT]
+    end = 0
+    for name, dtype, shape, off in areas:
+        assert off % 64 == 0 and off >= end, name
+        end = off + int(np.prod(shape)) * np.dtype(dtype).itemsize
+    assert Ledger.size(num_ranks) == (end + 63) // 64 * 64
+
+
+def test_each_view_is_its_own_area_of_the_block():
+    ledger = Ledger.create(3)
+    try:
+        for name, *_ in placed_areas():
+            if name == "locks":
+                continue
+            view = getattr(ledger, name)
+            before = {n: getattr(ledger, n).copy() for n, *_ in placed_areas()
+                      if n not in ("locks", name)}
+            view.fill(7)
+            assert all(np.array_equal(getattr(ledger, n), v) for n, v in before.items()), name
+            view.fill(0)
+        assert ledger.locks is not None
+    finally:
+        ledger.close()
+
+
+def placed_areas():
+    from trtsim.backends.process.ledger_layout import placed
+    return placed(3)

@@ -67,11 +67,11 @@ _SIGNALLED = textwrap.dedent("""
     import json, os, signal, sys, time
     sys.path.insert(0, {root!r})
     from trtsim.comm.launch_config import LaunchConfig
-    from trtsim.backends.process import call_log
+    from trtsim.backends.process import call_log_writer as call_log
     from trtsim.calls.records import CallRecord
-    from trtsim.layout.parallel import ParallelLayout
+    from trtsim.layout.topology import InstanceSpec
     from trtsim.layout.places import InstanceLayout, rank_places
-    places = rank_places([InstanceLayout("", "", ParallelLayout(tp_size=2))])
+    places = rank_places([InstanceLayout("", "", InstanceSpec(tp_size=2))])
     logger = call_log.start(LaunchConfig("gloo", timeout=0.3, log_dir={out!r}), 0, places)
     logger.posted(CallRecord("allgather", 1, "x", 0, "a.py:1 in f", "object", 0, 0, "", "tp",
                              (0, 1)))

@@ -13,6 +13,16 @@ from __future__ import annotations
 SEP = " < "
 
 
+def frames_of(purpose: str) -> list[str]:
+    """A purpose's function names, innermost first (none for an empty purpose)."""
+    return purpose.split(SEP) if purpose else []
+
+
+def purpose_of(names) -> str:
+    """The purpose made of function names, innermost first (``frames_of``'s inverse)."""
+    return SEP.join(names)
+
+
 def _shared(chains: list[list[str]]) -> int:
     """How many leading frames every chain has in common."""
     n = 0
@@ -28,7 +38,7 @@ def distinct_paths(purposes: dict[int, str]) -> dict[int, str]:
     when the purposes are all equal. Each path starts at the frame where the chains part (the
     innermost of the outer frames they share, when they share one) and leaves out the inner
     frames they share."""
-    chains = {r: p.split(SEP) if p else [] for r, p in purposes.items()}
+    chains = {r: frames_of(p) for r, p in purposes.items()}
     if len({tuple(c) for c in chains.values()}) < 2:
         return {}
     inner = _shared(list(chains.values()))

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Callable, Iterable
 
+from ..calls.purpose_paths import SEP
+
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LAUNCH_FILE = os.path.join(_PACKAGE_DIR, "launching.py")
 # trtsim's plumbing: the wings that carry a call (the call vocabulary, the guard,
@@ -227,7 +229,7 @@ class OriginFinder:
         key = tuple(map(id, codes))
         hit = self._purposes.get(key)
         if hit is None or hit[0] != codes:       # tuple equality: identity first, cheap
-            hit = self._purposes[key] = (codes, " < ".join(
+            hit = self._purposes[key] = (codes, SEP.join(
                 getattr(c, "co_qualname", c.co_name) for c in codes))
         return hit[1]
 
@@ -271,7 +273,7 @@ def origin_of_frames(frames: Iterable[tuple[str, int, str]]) -> Origin:
         names.append(name)
     if site is None:
         return Origin("<unknown>", "")
-    return Origin(f"{_short_path(site[0])}:{site[1]} in {site[2]}", " < ".join(names))
+    return Origin(f"{_short_path(site[0])}:{site[1]} in {site[2]}", SEP.join(names))
 
 
 def short_site(callsite: str) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..calls.ops import Op, Payload
+from ..calls.purpose_paths import frames_of
 from ..calls.records import CallRecord
 
 _SITE = re.compile(r"^(?P<file>.*):(?P<line>\d+) in (?P<name>.+)$")
@@ -86,7 +87,7 @@ def _stack_of(rec: CallRecord) -> list[tuple[str, int, str, str]]:
     """(file, line, qualified name, name) frames of a record, outermost first: the call
     site's frame from ``callsite``, the outer ones' names from ``purpose`` (their files and
     lines play no part in a purpose key)."""
-    names = rec.purpose.split(" < ") if rec.purpose else []
+    names = frames_of(rec.purpose)
     site = _SITE.match(rec.callsite)
     if site is None or not names:
         return []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from ..calls.errors import CollectiveMismatch, rank_name
 from ..calls.ops import Op
+from ..calls.purpose_paths import SEP, purpose_of
 from ..calls.records import CallRecord
 
 # Fields compared at one group sequence, in the order a report names them; when no label
@@ -141,9 +142,9 @@ def _show(rec: CallRecord, field: str, other: CallRecord) -> str:
 def purpose_text(rec: CallRecord, other: CallRecord) -> str:
     """``rec``'s purpose key up to where it parts from ``other``'s: the functions that tell
     the two calls apart, innermost first."""
-    mine, theirs = rec.purpose.split(" < "), other.purpose.split(" < ")
+    mine, theirs = rec.purpose.split(SEP), other.purpose.split(SEP)
     i = next((i for i, (x, y) in enumerate(zip(mine, theirs)) if x != y), min(len(mine), len(theirs)))
-    return " < ".join(mine[:i + 1]) or "?"
+    return purpose_of(mine[:i + 1]) or "?"
 
 
 def explain_mismatch(a: CallRecord, b: CallRecord, diff: tuple[str, ...]) -> str:

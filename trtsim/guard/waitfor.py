@@ -1,7 +1,8 @@
 """Wait-for analysis: which blocked ranks can never proceed (pure functions).
 
 A blocked rank waits for the members of its group that have not yet entered its call (for a
-p2p receive: the sender; for a blocking send: the receiver). It can still proceed if any rank
+p2p receive: the sender, unless it delivered the message already; for a blocking send: the
+receiver, unless it took the message already: see ``RankState.received``). It can still proceed if any rank
 it waits for is running (a slow rank may yet arrive) or is blocked but may itself proceed. The
 deadlocked set is therefore the greatest set S of blocked ranks such that every rank each
 member of S waits for is finished or in S. A rank merely slower than its peers is running, so
@@ -11,28 +12,76 @@ it is never in S: slowness is told apart from deadlock by construction, not by a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Callable
 
 from ..layout.places import rank_label
 from ..calls.errors import CollectiveDeadlock, CollectiveTimeout, rank_name
+from ..calls.ops import RECEIVES
 from ..calls.records import CallRecord
 
-RUNNING, BLOCKED, DONE, FAILED = "running", "blocked", "done", "failed"
-RECV_OPS = ("recv_object", "recv_tensor", "irecv_object", "irecv_tensor")
+
+class RankStatus(str, Enum):
+    """What a rank is doing, as the wait-for analysis, the ledgers and the call logs name it.
+    A member is its value in every serialised form (JSON, call logs, pickles) and equal to it,
+    so a log written before reads the same."""
+
+    STARTING = "starting"     # spawned, not yet running the program (read as running)
+    RUNNING = "running"
+    BLOCKED = "blocked"
+    DONE = "done"
+    FAILED = "failed"
+    STOPPED = "stopped"       # the process is stopped (state T); only a timeout report says so
+
+    __hash__ = str.__hash__
+    __str__ = str.__str__
+
+    def __format__(self, spec: str) -> str:
+        return str.__format__(self.value, spec)
+
+    def __repr__(self) -> str:
+        return str.__repr__(self.value)
+
+    def __reduce_ex__(self, protocol):
+        return (str, (self.value,))
+
+    @property
+    def text(self) -> str:
+        """How a report names the status."""
+        if self is RankStatus.STOPPED:
+            return "stopped (process state T: SIGSTOP, Ctrl-Z or a debugger)"
+        return self.value
+
+
+RUNNING, BLOCKED, DONE, FAILED = (RankStatus.RUNNING, RankStatus.BLOCKED, RankStatus.DONE,
+                                  RankStatus.FAILED)
 
 
 @dataclass(frozen=True)
 class RankState:
     """A snapshot of one rank: its status, the call it is blocked in, the last sequence it
-    entered on each group, and its sends not yet taken by their receivers."""
+    entered on each group, its sends not yet taken by their receivers, and the messages it
+    completed: ``received[(src, tag)]`` is the sequence of the last message from global rank
+    ``src`` with ``tag`` whose receive completed, ``delivered[(dst, tag)]`` the last one to
+    ``dst`` whose send completed (messages on one channel complete in order). A rank shows
+    blocked in its call until its Python resumes after the real one: a sender in a send whose
+    message the receiver took, a receiver in a receive whose message the sender delivered.
+    These tell such a call from a waiting one."""
 
     rank: int
-    status: str
+    status: RankStatus
     call: CallRecord | None = None
     posted: dict[tuple, int] = field(default_factory=dict)
     pending_sends: tuple[tuple[int, int], ...] = ()   # (dst global rank, tag)
     iteration: int = 0                                # the rank's executor iteration now
     name: str = ""                            # "gen rank 3 (global 11)" in a deployment
+    received: dict[tuple[int, int], int] = field(default_factory=dict)
+    delivered: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, RankStatus):
+            # ValueError naming the value when it is no status
+            object.__setattr__(self, "status", RankStatus(self.status))
 
     @property
     def label(self) -> str:
@@ -45,7 +94,7 @@ class RankState:
     def blocked_call(self) -> CallRecord:
         """The call of a blocked rank (every rank a wait-for analysis names is one)."""
         if self.call is None:
-            raise ValueError(f"{self.label} is {self.status}, in no call")
+            raise ValueError(f"{self.label} is {self.status.text}, in no call")
         return self.call
 
     @property
@@ -63,15 +112,24 @@ def waits_for(state: RankState, states: dict[int, RankState]) -> tuple[int, ...]
         peer = states.get(peer_rank)
         if peer is None:
             return ()
-        if call.op in RECV_OPS:
-            matched = (state.rank, tag) in peer.pending_sends
-        else:  # a blocking send waits for the receiver to post the matching receive
-            matched = (peer.status == BLOCKED and peer.call is not None and peer.call.is_p2p
-                       and peer.call.op in RECV_OPS and peer.call.peer == state.rank
-                       and peer.call.tag == tag)
+        if call.op in RECEIVES:
+            matched = ((state.rank, tag) in peer.pending_sends
+                       or peer.delivered.get((state.rank, tag), -1) >= call.seq)
+        else:
+            matched = send_matched(call, peer)
         return () if matched else (peer_rank,)
     return tuple(m for m in call.group_ranks if m != state.rank and m in states
                  and states[m].posted.get(call.group_key, 0) < call.seq)
+
+
+def send_matched(call: CallRecord, peer: RankState) -> bool:
+    """Whether blocking send ``call`` can complete as far as its receiver ``peer`` goes:
+    the receiver has taken this message already, or sits in the matching receive now."""
+    if peer.received.get((call.rank, call.route[1]), -1) >= call.seq:
+        return True
+    return (peer.status == BLOCKED and peer.call is not None and peer.call.is_p2p
+            and peer.call.op in RECEIVES and peer.call.peer == call.rank
+            and peer.call.tag == call.tag)
 
 
 def find_deadlock(states: dict[int, RankState],
@@ -104,7 +162,7 @@ def deadlock_error(states: dict[int, RankState],
     call = calls[focus]
     details = []
     for r, waited in stuck.items():
-        who = ", ".join(f"{states[w].label} ({states[w].status})" for w in waited)
+        who = ", ".join(f"{states[w].label} ({states[w].status.text})" for w in waited)
         details.append(f"{rank_name(calls[r])} waits in {calls[r].short()} for {who}")
     involved = set(stuck) | {w for ws in stuck.values() for w in ws}
     # Only the finished ranks the stuck set waits for: which others have finished yet depends
@@ -130,7 +188,7 @@ def timeout_error(states: dict[int, RankState], seconds: float,
     def line(s: RankState) -> str:
         if s.rank in outside:
             return f"{s.label}: blocked outside any collective {outside[s.rank]}"
-        return f"{s.label}: {s.status}" + (f" in {s.call.short()} at {s.call.callsite}"
+        return f"{s.label}: {s.status.text}" + (f" in {s.call.short()} at {s.call.callsite}"
                                             if s.call else "")
     details = tuple(line(s) for s in states.values())
     return CollectiveTimeout(f"launch timed out after {seconds:g} s",
@@ -151,11 +209,11 @@ def _explain(states: dict[int, RankState], stuck: dict[int, tuple[int, ...]]) ->
     # 1. A receive whose sender sends with another tag.
     for r, waited in stuck.items():
         call = states[r].blocked_call
-        if call.is_p2p and call.op in RECV_OPS:
+        if call.is_p2p and call.op in RECEIVES:
             peer = states[call.route[0]]
             tags = [t for dst, t in peer.pending_sends if dst == r]
             if peer.call is not None and peer.call.is_p2p and peer.call.peer == r \
-                    and peer.call.op not in RECV_OPS:
+                    and peer.call.op not in RECEIVES:
                 tags.append(peer.call.route[1])
             if tags:
                 return (f"{rank_name(call)} waits for tag {call.tag} from "

@@ -12,9 +12,10 @@ from ..calls.errors import CollectiveError, SchedulerStalled, verdict_of
 from ..comm.launch_config import LaunchConfig
 from ..backends.run_ranks import run_ranks
 from ..comm.reissue import replay_program
-from ..layout.parallel import ParallelLayout
+from ..layout.topology import InstanceSpec
 from ..layout.places import InstanceLayout
 from ..postmortem.replay import Replay
+from ..postmortem.report_key import ReportKey
 from ..scenario.schema import ScenarioError
 from ..timeline.trace import rank_trace
 from .census import Census
@@ -40,8 +41,13 @@ class ReplayResult:
 
     @property
     def reproduced(self) -> bool:
-        """The report is the one the analysis gave (the replay's ``expect_report``), but for
-        the traceback of a failed rank (the replayed rank raises from the replay's code)."""
+        """The report is the one the analysis gave, judged by typed fields (``ReportKey``:
+        type, group, ranks, each rank's op, label, sequence and iteration). A replay file
+        written before it carried the key (version 2) holds only the report's text: that is
+        compared as it was then, less a failed rank's traceback (the replayed rank raises
+        from the replay's code)."""
+        if self.replay.expect is not None:
+            return ReportKey.of(self.error) == self.replay.expect
         return _report(str(self.error) if self.error else "") == \
             _report(self.replay.expect_report)
 
@@ -76,13 +82,15 @@ class ReplayResult:
 
 
 def _report(text: str) -> list[str]:
+    """A version-2 replay's report text, less a failed rank's traceback lines."""
     return [line for line in text.splitlines() if not line.startswith("  | ")]
 
 
 def instances_of(replay: Replay) -> list[InstanceLayout]:
     """The recorded launch's instances, so ranks are named as the recorded run named them."""
-    return [InstanceLayout(name, role, ParallelLayout(tp_size=tp, pp_size=pp, cp_size=cp,
-                                                      enable_attention_dp=adp))
+    return [InstanceLayout(name, role, InstanceSpec(tp_size=tp, pp_size=pp, cp_size=cp,
+                                                    enable_attention_dp=adp,
+                                                    num_layers=max(pp, 1)))
             for name, role, tp, pp, cp, adp in replay.layout]
 
 

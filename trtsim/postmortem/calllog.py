@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..checks import MAX_CALL_LOG_BYTES, MAX_DEPTH, MAX_LOG_FILES, MAX_RANKS, json_depth_within
 from ..calls.call_log_format import CALL_LOG_FORMAT, CALL_LOG_VERSION, FIELDS, WRITTEN_ON, decode_call
-from ..guard.waitfor import BLOCKED
+from ..guard.waitfor import BLOCKED, RankStatus
 from ..comm.launch_stamp import LaunchStamp
 from ..comm.origin import short_site
 from .history import CALL_LOG, STATUSES, BadDump, Call, RankHistory
@@ -138,7 +138,7 @@ def read_log(path: str) -> LoggedRank:
     except (TypeError, ValueError):
         raise BadDump(path, "pending_sends or layout is not as a call log writes it") from None
     history = RankHistory(doc["rank"], path, CALL_LOG, str(doc["version"]), tuple(calls),
-                          doc["status"], blocked, doc["dropped"], doc["name"],
+                          RankStatus(doc["status"]), blocked, doc["dropped"], doc["name"],
                           doc["iteration"], pending, doc["failure"], doc["traceback"],
                           doc["written_on"], doc["world_size"], layout)
     return LoggedRank(history, stamp)

@@ -7,7 +7,7 @@ import gc
 from dataclasses import dataclass, field
 
 from ..checks import MAX_ERROR_LINE, MAX_EXCERPT
-from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING
+from ..guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankStatus
 from ..calls.records import CallRecord
 
 STATUSES = (RUNNING, BLOCKED, DONE, FAILED)
@@ -67,7 +67,7 @@ class RankHistory:
     form: str
     version: str
     calls: tuple[Call, ...]
-    status: str
+    status: RankStatus
     blocked: Call | None = None
     dropped: int = 0
     name: str = ""

@@ -25,18 +25,21 @@ from ..guard.waitfor import BLOCKED, FAILED
 from ..comm.reissue import RankScript
 from .analysis import Analysis
 from .history import BadDump
+from .report_key import ReportKey
 
-REPLAY_VERSION = 2             # 2: rows name their group's ranks by index into ``groups``
+REPLAY_VERSION = 3             # 3: ``expect``, the report's typed key; 2: rows name their
+READS = (2, 3)                 # group's ranks by index into ``groups`` (read: no key)
 KEEP = 2                        # agreed, finished calls kept before the first that matters
 _KEYS = ("kind", "version", "description", "made_from", "guard", "seed", "timeout", "layout",
-         "expect_report", "fields", "groups", "ranks")
+         "expect_report", "expect", "fields", "groups", "ranks")
 _GROUP = RECORD_FIELDS.index("group_ranks")
 
 
 @dataclass(frozen=True)
 class Replay:
     """A replay scenario: the launch layout (``(name, role, tp, pp, cp, attention_dp)`` per
-    instance), one script per global rank, and the report it reproduces."""
+    instance), one script per global rank, and the report it reproduces: as text, and as
+    the typed key a run is judged by (``expect``; None in a file written before the key)."""
 
     source: str
     layout: tuple[tuple, ...]
@@ -47,6 +50,7 @@ class Replay:
     timeout: float = 30.0
     description: str = ""
     made_from: tuple[str, ...] = ()
+    expect: ReportKey | None = None
 
     @property
     def name(self) -> str:
@@ -113,7 +117,8 @@ def build_replay(analysis: Analysis, keep: int = KEEP, seed: int = 0) -> Replay:
     return Replay("<analysis>", layout, tuple(scripts),
                   str(analysis.error) if analysis.error else "", seed,
                   description=f"replay of {len(scripts)} ranks' {job.form} "
-                  f"({analysis.verdict}), made by trtsim analyze", made_from=made_from)
+                  f"({analysis.verdict}), made by trtsim analyze", made_from=made_from,
+                  expect=ReportKey.of(analysis.error))
 
 
 def replay_text(replay: Replay) -> str:
@@ -138,6 +143,7 @@ def replay_text(replay: Replay) -> str:
               f"seed: {replay.seed}", f"timeout: {replay.timeout}",
               f"layout: {dump([list(i) for i in replay.layout])}",
               f"expect_report: {dump(replay.expect_report)}",
+              *([f"expect: {dump(replay.expect.to_json())}"] if replay.expect else []),
               f"fields: {dump(list(RECORD_FIELDS))}",
               f"groups: {dump([list(g) for g in groups])}", "ranks:"]
     for rank, script in enumerate(replay.scripts):
@@ -161,9 +167,16 @@ def load_replay(raw: dict, source: str) -> Replay:
     for key in raw:
         if key not in _KEYS:
             raise bad(key, f"is not a key of a replay (keys: {', '.join(_KEYS)})")
-    if raw.get("version") != REPLAY_VERSION:
+    if raw.get("version") not in READS:
         raise bad("version", f"{excerpt(raw.get('version'))}: this trtsim reads replays of "
-                  f"version {REPLAY_VERSION} (write it again with trtsim analyze --replay)")
+                  f"version {' or '.join(map(str, READS))} (write it again with trtsim analyze "
+                  "--replay)")
+    try:
+        expect = ReportKey.from_json(raw["expect"]) if "expect" in raw else None
+    except ValueError as exc:
+        raise bad("expect", f"{excerpt(raw['expect'])}: {exc}") from None
+    if raw["version"] >= 3 and expect is None:
+        raise bad("expect", "missing: a replay of this version names the report it reproduces")
     if raw.get("fields") != list(RECORD_FIELDS):
         raise bad("fields", "are not this trtsim's call record fields (made by another "
                   "version?)")
@@ -190,7 +203,7 @@ def load_replay(raw: dict, source: str) -> Replay:
                   f"{sum(tp * pp * cp for _, _, tp, pp, cp, _ in layout)}")
     return Replay(source, layout, scripts, str(raw.get("expect_report", "")), seed,
                   raw.get("guard", "strict"), float(timeout), str(raw.get("description", "")),
-                  tuple(map(str, made_from)))
+                  tuple(map(str, made_from)), expect)
 
 
 def _layout(value, bad) -> tuple[tuple, ...]:

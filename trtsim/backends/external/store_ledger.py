@@ -15,7 +15,8 @@ import numpy as np
 
 from ...layout.places import RankPlace
 from ...calls.errors import CollectiveError
-from ...guard.waitfor import BLOCKED, DONE, RUNNING, RankState
+from ...guard.waitfor import BLOCKED, DONE, RUNNING, RankState, RankStatus
+from ...calls.ops import Op
 from ...calls.records import CallRecord
 from ..process.ledger import STATUS_CODES, STATUS_NAMES, comm_key
 from ..process.record_codec import match_hash
@@ -28,8 +29,9 @@ class StoreLedger:
 
     def __init__(self, store: Any, rank: int, num_ranks: int, prefix: str = "trtsim"):
         self.store, self.rank, self.num_ranks, self.prefix = store, rank, num_ranks, prefix
-        # status, version, iteration, pending sends
-        self._state: list[Any] = [STATUS_CODES[RUNNING], 0, 0, ()]
+        # status, version, iteration, pending sends, messages completed: taken ((src, tag) ->
+        # seq), delivered ((dst, tag) -> seq)
+        self._state: list[Any] = [STATUS_CODES[RUNNING], 0, 0, (), {}, {}]
         self._comms: list[int] = []                        # this rank's communicators, in use
         store.set(self._comms_key(rank), pickle.dumps([]))
         self._publish()
@@ -64,9 +66,20 @@ class StoreLedger:
         self._publish()
         return digest
 
-    def set_status(self, r: int, status: str) -> None:
+    def set_status(self, r: int, status: RankStatus) -> None:
         self._state[0] = STATUS_CODES[status]
         self._publish()
+
+    def message_done(self, r: int, rec: CallRecord, returned: bool) -> None:
+        done = self._state[5 if Op.of(rec.op).sends else 4]
+        done[rec.route] = max(rec.seq, done.get(rec.route, 0))
+        if returned:
+            self._state[0] = STATUS_CODES[RUNNING]
+        self._publish()
+
+    def status(self, r: int) -> RankStatus:
+        """This rank's own status (r is this ledger's rank)."""
+        return STATUS_NAMES.get(self._state[0], RUNNING)
 
     def set_ready(self, r: int, pid: int) -> None:
         self.set_status(r, RUNNING)
@@ -137,7 +150,8 @@ class StoreLedger:
     def snapshot(self, places: list[RankPlace]) -> dict[int, RankState]:
         out = {}
         for r in range(self.num_ranks):
-            status_code, _, iteration, pending = pickle.loads(self.store.get(self._state_key(r)))
+            status_code, _, iteration, pending, taken, delivered = pickle.loads(
+                self.store.get(self._state_key(r)))
             status = STATUS_NAMES.get(status_code, RUNNING)
             call = None
             if status == BLOCKED:
@@ -148,5 +162,5 @@ class StoreLedger:
                 if last is not None:
                     posted[last.group_key] = seq
             out[r] = RankState(r, status, call, posted, tuple(pending), iteration,
-                               places[r].name)
+                               places[r].name, received=taken, delivered=delivered)
         return out

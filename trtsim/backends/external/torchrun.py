@@ -29,7 +29,7 @@ import torch
 import torch.distributed as tdist
 
 from ...layout.places import RankPlace
-from ...guard.waitfor import DONE, FAILED
+from ...guard.waitfor import BLOCKED, DONE, FAILED
 from ...comm.outcome import LaunchOutcome
 from ...comm.origin import program_traceback
 from ..process.culprit import is_peer_loss
@@ -136,7 +136,7 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
             ledger.set_status(rank, FAILED)
             raise ledger.abort_error() from None
         except BaseException as exc:
-            if is_peer_loss(exc) and _ended(ledger):
+            if is_peer_loss(exc, ledger.status(rank) == BLOCKED) and _ended(ledger):
                 # a peer left because a report ended the launch: that report is the outcome
                 ledger.set_status(rank, FAILED)
                 raise ledger.abort_error() from None

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from ...calls.call_log_format import CALL_LOG_FORMAT, CALL_LOG_SIZE, CALL_LOG_VERSION, FIELDS, encode_call, \
     log_name
-from ...guard.waitfor import BLOCKED, FAILED, RUNNING
+from ...guard.waitfor import BLOCKED, FAILED, RUNNING, RankStatus
 from ...comm.launch_stamp import LaunchStamp
 from ...calls.records import CallRecord
 from ...safe_write import atomic_writer
@@ -104,7 +104,7 @@ class CallLogger:
             entry[1] = False
             self._current, self.status = entry, BLOCKED
 
-    def set_status(self, status: str) -> None:
+    def set_status(self, status: RankStatus) -> None:
         """The rank's status as the ledger says it; ``running`` means its call returned."""
         with self._lock:
             if self._current is not None and status == RUNNING:
@@ -154,7 +154,7 @@ class CallLogger:
         finally:
             os._exit(code)
 
-    def close(self, status: str, failure: str = "", traceback: str = "") -> None:
+    def close(self, status: RankStatus, failure: str = "", traceback: str = "") -> None:
         """The rank leaves: write the log, stop watching, give SIGTERM back. A rank stopped
         by the launch (``failed`` with no failure of its own) keeps the state it was stopped
         in: blocked in its call, or running."""

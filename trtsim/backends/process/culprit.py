@@ -12,24 +12,36 @@ another machine, or a network fault). No step waits a fixed time.
 
 from __future__ import annotations
 
+import errno
 import signal
 
 from ...calls.errors import RankFailed
 
-# What gloo and the TCP store say when the other end of a connection went away.
-_PEER_LOSS = ("by peer", "gloo/transport", "Broken pipe", "Connection refused",
-              "Connection reset")
+# The errnos of a connection whose other end went away (Python's ConnectionError subclasses:
+# ConnectionResetError, BrokenPipeError, ConnectionRefusedError, ConnectionAbortedError).
+PEER_GONE_ERRNOS = frozenset((errno.ECONNRESET, errno.EPIPE, errno.ECONNREFUSED,
+                              errno.ECONNABORTED))
 CAUSE_WAIT_S = 5.0
 
 
-def is_peer_loss(exc: BaseException) -> bool:
-    """Whether a rank's exception says that a peer's connection went away: a consequence of
-    another rank's death rather than a cause."""
-    from torch.distributed import DistNetworkError    # torch >= 2.2 (setup.cfg: >= 2.4)
+def is_peer_loss(exc: BaseException, in_call: bool) -> bool:
+    """Whether a rank's exception may be the consequence of another rank's death rather than
+    a cause, decided from types, never from the message. ``in_call``: the rank raised inside a
+    communication call (its ledger row still shows it blocked there).
+
+    The TCP store's network failures are ``DistNetworkError``; Python's socket failures carry
+    their errno. gloo gives no type: a peer that died mid-call surfaces as a plain
+    ``RuntimeError`` out of the real call (torch 2.13, on receive, send, isend/irecv, every
+    collective and barrier, checked against killed peers: no errno, no ``DistError``
+    subclass); NCCL's remote failures are ``DistBackendError``. So an exception of exactly
+    those types raised inside a real call is held as a possible consequence: if no rank turns
+    out dead within ``CAUSE_WAIT_S`` it is reported as it is."""
+    from torch.distributed import DistBackendError, DistNetworkError   # torch >= 2.2
     if isinstance(exc, DistNetworkError):
         return True
-    return isinstance(exc, (RuntimeError, ConnectionError)) and any(
-        marker in str(exc) for marker in _PEER_LOSS)
+    if isinstance(exc, ConnectionError):
+        return exc.errno in PEER_GONE_ERRNOS
+    return in_call and (type(exc) is RuntimeError or isinstance(exc, DistBackendError))
 
 
 def exit_report(name: str, rank: int, exitcode: int) -> RankFailed:

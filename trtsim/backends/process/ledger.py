@@ -3,9 +3,13 @@
 The launcher owns one shared-memory block; each rank writes only its own row: its status, a
 version counter bumped on every change, its executor iteration, and for each communicator it
 uses a slot with the sequence, match hash and pickled record of the last call it entered
-there (plus one slot for its current p2p call, and its pending sends). A slot directory maps
-a communicator's key (its kind and id, hashed) to the slot: a rank claims a free slot the
-first time it calls on a communicator, and a peer looks the key up in the rank's row.
+there (plus one slot for its current p2p call, its pending sends, and the last message it
+completed on each p2p channel: a rank shows blocked in a p2p call until its Python resumes
+after the real one, and its peer's note that the message was taken or delivered tells the
+wait-for rule that the call no longer waits). ``LAYOUT`` is the block's one layout table. A
+slot directory maps a communicator's key (its kind and id, hashed) to the slot: a rank
+claims a free slot the first time it calls on a communicator, and a peer looks the key up in
+the rank's row.
 Ranks read their peers' rows to compare records before a real collective; the launcher's
 monitor reads every row to build the wait-for graph. No extra collective is ever issued.
 
@@ -35,21 +39,15 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ...guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankState
+from ...guard.waitfor import BLOCKED, RUNNING, RankState, RankStatus
+from ...calls.ops import Op
 from ...calls.records import CallRecord
-from .record_codec import SLOT_BYTES, RecordCodec, pack_ranks
-from .row_mutex import MUTEX_BYTES, RowLocks
-
-MAX_SLOTS = 16            # communicators one rank may use (trtsim's own kinds take five)
-P2P_SLOT = 0              # slot 0 holds the current p2p call
-_P2P_KEY = 1
-STATUS_CODES = {RUNNING: 0, BLOCKED: 1, DONE: 2, FAILED: 3, "starting": 4}
-STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
-MAX_PENDING = 64
-CLOCK_HISTORY = 64
-# state columns
-STATUS, VERSION, ITERATION, BLOCKED_SLOT, NUM_PENDING, READY_NS, PID = range(7)
-STATE_COLS = 8
+from .ledger_layout import (BLOCKED_SLOT, CLOCK_HISTORY, ITERATION, LAYOUT, MAX_DONE,
+                            MAX_PENDING, MAX_SLOTS, NUM_DONE, NUM_PENDING, P2P_KEY, P2P_SLOT,
+                            PID, READY_NS, STATUS, STATUS_CODES, STATUS_NAMES, VERSION,
+                            aligned, placed)
+from .record_codec import RecordCodec, pack_ranks
+from .row_mutex import RowLocks
 
 
 def comm_key(rec: CallRecord) -> int:
@@ -61,6 +59,20 @@ def comm_key(rec: CallRecord) -> int:
 
 class Ledger:
     """Views of the shared block; ``Ledger.create`` in the launcher, ``Ledger.attach`` in ranks."""
+
+    # the areas of ``LAYOUT`` (set from the table)
+    header: np.ndarray
+    locks: RowLocks
+    state: np.ndarray
+    slot_key: np.ndarray
+    seq: np.ndarray
+    iters: np.ndarray
+    hash: np.ndarray
+    reclen: np.ndarray
+    rec: np.ndarray
+    pending: np.ndarray
+    done: np.ndarray
+    clocks: np.ndarray
 
     def __init__(self, shm: shared_memory.SharedMemory, num_ranks: int, owner: bool,
                  wakeups: list | None = None,
@@ -77,40 +89,19 @@ class Ledger:
         self._posted_data: dict[tuple, bytes] = {}   # (rank, slot) -> template in the block
         self._found: dict[tuple, int] = {}    # reader's (rank, group kind, comm) -> slot
         self._keys: dict[tuple, tuple] = {}  # reader's cache: (rank, slot) -> (seq, group key)
-        n, k = num_ranks, MAX_SLOTS - 1
         buf: Any = shm.buf         # a memoryview while the block is open
-        off = 0
-
-        def take(dtype, shape):
-            nonlocal off
-            arr = np.ndarray(shape, dtype=dtype, buffer=buf, offset=off)
-            off += arr.nbytes
-            off = (off + 63) // 64 * 64
-            return arr
-
-        self.header = take(np.int64, (4,))                 # [abort, ...]
-        self.locks = RowLocks(ctypes.addressof(ctypes.c_char.from_buffer(buf, off)), n)
-        off += (n * MUTEX_BYTES + 63) // 64 * 64
-        self.state = take(np.int64, (n, STATE_COLS))
-        self.slot_key = take(np.int64, (n, k + 1))      # the slot directory (0: free)
-        self.seq = take(np.int64, (n, k + 1))
-        self.iters = take(np.int64, (n, k + 1))         # the iteration of the slot's call
-        self.hash = take(np.uint8, (n, k + 1, 16))
-        self.reclen = take(np.int64, (n, k + 1))
-        self.rec = take(np.uint8, (n, k + 1, SLOT_BYTES))
-        self.pending = take(np.int64, (n, MAX_PENDING, 2))
-        # entry clocks of the last CLOCK_HISTORY calls per group: members read each other's
-        # arrival after a collective (a member cannot be that many calls ahead on one group)
-        self.clocks = take(np.float64, (n, k + 1, CLOCK_HISTORY))
+        base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+        for name, dtype, shape, off in placed(num_ranks):
+            if name == "locks":
+                self.locks = RowLocks(base + off, num_ranks)
+            else:
+                setattr(self, name, np.ndarray(shape, dtype=dtype, buffer=buf, offset=off))
 
     @staticmethod
     def size(num_ranks: int) -> int:
-        k = MAX_SLOTS
-        per = [4 * 8, num_ranks * MUTEX_BYTES, num_ranks * STATE_COLS * 8, num_ranks * k * 8,
-               num_ranks * k * 8, num_ranks * k * 8, num_ranks * k * 16,
-               num_ranks * k * 8, num_ranks * k * SLOT_BYTES, num_ranks * MAX_PENDING * 16,
-               num_ranks * k * CLOCK_HISTORY * 8]
-        return sum((p + 63) // 64 * 64 for p in per)
+        """The block's bytes for ``num_ranks`` ranks (the end of ``LAYOUT``'s last area)."""
+        _, dtype, shape, off = placed(num_ranks)[-1]
+        return off + aligned(int(np.prod(shape)) * np.dtype(dtype).itemsize)
 
     @classmethod
     def create(cls, num_ranks: int, wakeups: list | None = None) -> "Ledger":
@@ -119,7 +110,7 @@ class Ledger:
         block: Any = shm.buf                  # a memoryview while the block is open
         np.frombuffer(block, dtype=np.uint8)[:] = 0
         ledger.locks.initialize()
-        ledger.state[:, STATUS] = STATUS_CODES["starting"]
+        ledger.state[:, STATUS] = STATUS_CODES[RankStatus.STARTING]
         return ledger
 
     @classmethod
@@ -135,10 +126,8 @@ class Ledger:
         return self.shm.name
 
     def close(self) -> None:
-        for attr in ("header", "locks", "state", "slot_key", "seq", "iters", "hash", "reclen",
-                     "rec", "pending",
-                     "clocks"):
-            setattr(self, attr, None)
+        for name, *_ in LAYOUT:
+            setattr(self, name, None)
         self.shm.close()
         if self.owner:
             try:
@@ -147,13 +136,13 @@ class Ledger:
                 pass
 
     # -- rank side (each rank writes only its own row, holding the row's mutex) ----------
-    def _status(self, r: int, status: str) -> None:
+    def _status(self, r: int, status: RankStatus) -> None:
         self.state[r, STATUS] = STATUS_CODES[status]
         if status != BLOCKED:
             self.state[r, BLOCKED_SLOT] = -1
         self.state[r, VERSION] += 1
 
-    def set_status(self, r: int, status: str) -> None:
+    def set_status(self, r: int, status: RankStatus) -> None:
         with self.locks.row(r):
             self._status(r, status)
 
@@ -171,7 +160,7 @@ class Ledger:
     def _own_slot(self, r: int, rec: CallRecord) -> int:
         """Rank r's slot for ``rec``'s communicator, claimed on first use (its own row)."""
         if rec.is_p2p:
-            self.slot_key[r, P2P_SLOT] = _P2P_KEY   # a constant: no ordering to keep
+            self.slot_key[r, P2P_SLOT] = P2P_KEY   # a constant: no ordering to keep
             return P2P_SLOT
         slot = self._slots.get((rec.group_kind, rec.comm))
         if slot is None:
@@ -192,7 +181,7 @@ class Ledger:
         claimed slot never moves, so a found one is remembered). For a p2p record: r's
         current p2p call, which is in one slot whatever its channel."""
         if rec.is_p2p:
-            return P2P_SLOT if self.slot_key[r, P2P_SLOT] == _P2P_KEY else None
+            return P2P_SLOT if self.slot_key[r, P2P_SLOT] == P2P_KEY else None
         where = (r, rec.group_kind, rec.comm)
         slot = self._found.get(where)
         if slot is None:
@@ -231,6 +220,31 @@ class Ledger:
                 self.pending[r, i] = (dst, tag)
             self.state[r, NUM_PENDING] = len(sends)
             self.state[r, VERSION] += 1
+
+    def message_done(self, r: int, rec: CallRecord, returned: bool) -> None:
+        """Rank r's message ``rec`` completed: a receive's message is taken, a send's is
+        delivered (its receive completes without the sender). Kept as the last sequence per
+        channel; ``returned``: r's call returned with it, and r runs on. One step, so no
+        reader sees r running on while its peer's call still looks unmatched."""
+        peer, tag = rec.route
+        sends = int(Op.of(rec.op).sends)
+        with self.locks.row(r):
+            n = int(self.state[r, NUM_DONE])
+            rows = self.done[r, :n]
+            found = np.flatnonzero((rows[:, 0] == peer) & (rows[:, 1] == tag)
+                                   & (rows[:, 3] == sends))
+            if found.size:
+                self.done[r, int(found[0]), 2] = max(rec.seq, int(rows[int(found[0]), 2]))
+            else:
+                if n == MAX_DONE:           # the oldest channel goes (a rarely used one)
+                    self.done[r, :-1] = self.done[r, 1:].copy()
+                    n -= 1
+                self.done[r, n] = (peer, tag, rec.seq, sends)
+                self.state[r, NUM_DONE] = n + 1
+            if returned:
+                self._status(r, RUNNING)
+            else:
+                self.state[r, VERSION] += 1
 
     def notify(self, ranks: list[int]) -> None:
         """Wake ``ranks`` if they wait for a post. A release is an atomic operation, so it
@@ -302,6 +316,11 @@ class Ledger:
     def abort(self) -> None:
         self.header[0] = 1
 
+    def status(self, r: int) -> RankStatus:
+        """Rank r's status as its row says it (``starting`` until it runs the program)."""
+        with self.locks.row(r):
+            return STATUS_NAMES.get(int(self.state[r, STATUS]), RankStatus.RUNNING)
+
     def versions(self) -> np.ndarray:
         out = np.empty(self.num_ranks, dtype=np.int64)
         for r in range(self.num_ranks):
@@ -316,13 +335,16 @@ class Ledger:
             with self.locks.row(r):
                 code, slot = int(self.state[r, STATUS]), int(self.state[r, BLOCKED_SLOT])
                 status = STATUS_NAMES.get(code, RUNNING)
-                status = RUNNING if status == "starting" else status
+                status = RUNNING if status == RankStatus.STARTING else status
                 call = self._record_bytes(r, slot) if status == BLOCKED else None
                 npend = int(self.state[r, NUM_PENDING])
                 pending = tuple((int(d), int(t)) for d, t in self.pending[r, :npend])
                 iteration = int(self.state[r, ITERATION])
+                done = self.done[r, :int(self.state[r, NUM_DONE])].tolist()
             posted = self._posted(r)     # takes the row's mutex per slot it must decode
             if call is None:
                 status = RUNNING if status == BLOCKED else status
-            out[r] = RankState(r, status, call, posted, pending, iteration, places[r].name)
+            out[r] = RankState(r, status, call, posted, pending, iteration, places[r].name,
+                               received={(p, t): q for p, t, q, snd in done if not snd},
+                               delivered={(p, t): q for p, t, q, snd in done if snd})
         return out

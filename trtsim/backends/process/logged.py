@@ -12,6 +12,7 @@ import torch
 
 from ...timeline.clock import RankClock
 from ...calls.records import CallRecord
+from ...guard.waitfor import RUNNING, RankStatus
 from .ledger_contract import RankLedger
 
 if TYPE_CHECKING:
@@ -32,9 +33,14 @@ class LoggedLedger:
         self._logger.posted(rec)
         return self._ledger.post(r, rec)
 
-    def set_status(self, r: int, status: str) -> None:
+    def set_status(self, r: int, status: RankStatus) -> None:
         self._logger.set_status(status)
         self._ledger.set_status(r, status)
+
+    def message_done(self, r: int, rec: CallRecord, returned: bool) -> None:
+        if returned:
+            self._logger.set_status(RUNNING)
+        self._ledger.message_done(r, rec, returned)
 
     def set_iteration(self, r: int, iteration: int) -> None:
         self._logger.iteration = iteration

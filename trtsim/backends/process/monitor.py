@@ -5,7 +5,9 @@ atomic, so a deadlock is reported only when two snapshots taken one poll apart f
 stuck set and no stuck or finished rank changed its version in between: those ranks then held
 still for the whole interval, so the set was really stuck (running ranks may change freely;
 the stuck set does not depend on them). With a 20 ms poll the report comes about 40-60 ms
-after the last rank blocks.
+after the last rank blocks. The confirming poll guards against a torn snapshot, not against a
+rank whose call is done but whose Python has not resumed (under load that lasts longer than
+any poll interval): the ledger's completed messages answer that (``RankState.received``).
 """
 
 from __future__ import annotations

@@ -16,13 +16,14 @@ import torch.distributed as tdist
 
 from ...layout.places import RankPlace
 from ...calls.errors import RankFailed
-from ...guard.waitfor import DONE, FAILED
+from ...guard.waitfor import BLOCKED, DONE, FAILED, RankStatus
 from ...comm.origin import program_traceback
 from . import call_log_writer, lifeline, rank_group
 from .rank_start import GroupPlan, build_groups, join_default_group, run_program, start_rank
 from .aborts import Aborted, Reported
 from .culprit import is_peer_loss
 from .ledger import Ledger
+from .rank_messages import GroupAnnounced, RankFinished, RankRaised, RankReported
 from .safe_env import SAFE_ENV
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
     # each other (and against gloo's threads).
     torch.set_num_threads(1)
     ledger = Ledger.attach(ledger_name, len(places), wakeups,
-                           lambda digest, ranks: queue.put(("group", rank, digest, ranks)))
+                           lambda digest, ranks: queue.put(GroupAnnounced(rank, digest, ranks)))
     timeout = config.timeout
     status = FAILED
     try:
@@ -55,7 +56,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         join_default_group(group_plan, timeout, store, rank, len(places))
         groups = build_groups(group_table, group_plan.backend, group_plan.stage_cuda)
         started = start_rank(rank, places, groups, group_plan, ledger, logger, config,
-                             lambda err: queue.put(("report", rank, pickle.dumps(err))))
+                             lambda err: queue.put(RankReported(rank, pickle.dumps(err))))
         transport, dist = started.transport, started.dist
         # Everything built so far (torch, trtsim, the groups) lives as long as the rank: in
         # the permanent generation, the collections that the guard's per-call allocations
@@ -76,8 +77,8 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         # launch, and its teardown this process.
         _close_log(logger, status)
         logger = None
-        queue.put(("ok", rank, blob, dict(dist.census), transport.log, transport.clock.events,
-                   dist.notes))
+        queue.put(RankFinished(rank, blob, dict(dist.census), transport.log,
+                               transport.clock.events, dist.notes))
     except (Aborted, Reported):
         pass
     except BaseException as exc:  # noqa: BLE001 - reported to the launcher as RankFailed
@@ -85,7 +86,8 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         failure = (f"{type(exc).__name__}: {exc}", tb)
         _close_log(logger, FAILED, *failure)
         logger = None
-        queue.put(("failed", rank, *failure, is_peer_loss(exc)))
+        in_call = ledger.status(rank) == BLOCKED       # it raised inside a real call
+        queue.put(RankRaised(rank, *failure, peer_loss=is_peer_loss(exc, in_call)))
     finally:
         ledger.set_status(rank, status)
         _close_log(logger, status, *failure)
@@ -100,7 +102,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         os._exit(0)
 
 
-def _close_log(logger, status: str, *failure: str) -> None:
+def _close_log(logger, status: RankStatus, *failure: str) -> None:
     """Write the rank's call log for the last time, if it keeps one."""
     if logger is not None:
         logger.close(status, *failure)

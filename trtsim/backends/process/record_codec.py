@@ -27,6 +27,7 @@ import pickle
 from typing import Any
 
 from ...guard.rules import MATCH_FIELDS, match_key
+from ...calls.purpose_paths import frames_of, purpose_of
 from ...calls.records import CallRecord
 
 SLOT_BYTES = 2048
@@ -65,8 +66,8 @@ def pack_text(field: str, text):
     if text is None or len(text) <= TEXT_INLINE:
         return text
     if field == "purpose":
-        names = text.split(" < ")
-        head = " < ".join(names[:HEAD_NAMES]) + f" < ...{len(names) - HEAD_NAMES} more"
+        names = frames_of(text)
+        head = purpose_of([*names[:HEAD_NAMES], f"...{len(names) - HEAD_NAMES} more"])
     else:
         head = text[:80] + "..."
     return ("#", head, digest(text.encode()))

@@ -23,7 +23,7 @@ import torch
 from ...layout.places import RankPlace
 from ...calls.errors import CollectiveError, CollectiveTimeout, RankFailed
 from ...guard.lockstep import replay_lockstep
-from ...guard.waitfor import timeout_error
+from ...guard.waitfor import RankStatus, timeout_error
 from ...comm.outcome import LaunchOutcome
 from . import lifeline, rank_group
 from .culprit import CAUSE_WAIT_S, exit_report, with_consequence
@@ -33,8 +33,8 @@ from .ledger import ITERATION, READY_NS, Ledger
 from .monitor import DeadlockMonitor
 from .store import LOOPBACK, serve_store
 from .rank_main import failed_report, rank_main
-
-STOPPED = "stopped (process state T: SIGSTOP, Ctrl-Z or a debugger)"
+from .rank_messages import (GroupAnnounced, RankFinished, RankMessage, RankRaised,
+                            RankReported)
 
 
 def device_plan(backend: str, num_ranks: int) -> tuple[dict, list[str]]:
@@ -176,30 +176,36 @@ class _Watch:
 
     def _take(self, timeout: float) -> bool:
         try:
-            msg = self.q.get(timeout=timeout)
+            msg: RankMessage = self.q.get(timeout=timeout)
         except queue_mod.Empty:
             return False
-        kind, rank = msg[0], msg[1]
-        if kind == "ok":
-            self.results[rank] = pickle.loads(msg[2])
-            self.census[rank], self.logs[rank], self.clocks[rank] = msg[3], msg[4], msg[5]
-            self.notes.extend(n for n in msg[6] if n not in self.notes)
-            self.done.add(rank)
-        elif kind == "failed":
-            failure = failed_report(rank, self.places, msg[2], msg[3])
-            cause = self._exited()
-            if cause is not None:
-                self.error = self.error or with_consequence(cause, failure)
-            elif msg[4]:                        # a lost connection: its cause is a peer
-                if self.held is None:
-                    self.held, self.held_until = failure, time.monotonic() + CAUSE_WAIT_S
-            else:
-                self.error = self.error or failure
-        elif kind == "report":
-            self.error = self.error or pickle.loads(msg[2])
-        elif kind == "group":                   # a group its slots name by digest only
-            self.ledger.learn_group(msg[2], msg[3])
+        match msg:
+            case RankFinished(rank, result, census, log, clocks, notes):
+                self.results[rank] = pickle.loads(result)
+                self.census[rank], self.logs[rank], self.clocks[rank] = census, log, clocks
+                self.notes.extend(n for n in notes if n not in self.notes)
+                self.done.add(rank)
+            case RankRaised(rank, message, tb, peer_loss):
+                self._raised(failed_report(rank, self.places, message, tb), peer_loss)
+            case RankReported(_, report):
+                self.error = self.error or pickle.loads(report)
+            case GroupAnnounced(_, digest, ranks):   # a group its slots name by digest only
+                self.ledger.learn_group(digest, ranks)
+            case _:
+                raise TypeError(f"a rank sent {type(msg).__name__}, which is no rank message")
         return True
+
+    def _raised(self, failure: RankFailed, peer_loss: bool) -> None:
+        """A rank's program raised: the failure is the report, unless a rank already died
+        (its cause) or it is a lost connection whose cause may yet show (held back)."""
+        cause = self._exited()
+        if cause is not None:
+            self.error = self.error or with_consequence(cause, failure)
+        elif peer_loss:
+            if self.held is None:
+                self.held, self.held_until = failure, time.monotonic() + CAUSE_WAIT_S
+        else:
+            self.error = self.error or failure
 
     def _exited(self) -> RankFailed | None:
         """A rank whose process already ended without a result, named as the cause."""
@@ -225,7 +231,7 @@ class _Watch:
         states = self.monitor.states()
         for r, p in enumerate(self.procs):     # the ledger cannot tell: the rank is not running
             if r in states and not states[r].is_finished and rank_group.is_stopped(p.pid):
-                states[r] = replace(states[r], status=STOPPED)
+                states[r] = replace(states[r], status=RankStatus.STOPPED)
         return timeout_error(states, self.config.timeout)
 
 

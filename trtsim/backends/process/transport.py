@@ -58,7 +58,7 @@ class TorchTransport:
         self.clock = RankClock()
         self.clock_model = clock_model or ClockModel()
         self.log: list[CallRecord] = []   # this rank's collectives, for the launcher's lockstep
-        self._inflight: list[tuple[int, int, Any]] = []   # (dst, tag, works) of isends
+        self._inflight: list[tuple[int, int, Any, CallRecord]] = []   # isends: dst, tag, works
 
     # -- Transport -----------------------------------------------------------------------
     def collective(self, rec: CallRecord, payload: Any, run=None) -> Any:
@@ -88,7 +88,7 @@ class TorchTransport:
             if blocking:
                 return self._blocked(rec, run)
             works = run()
-            self._inflight.append((*rec.route, works))
+            self._inflight.append((*rec.route, works, rec))
             self._publish_pending()
             return _Handle(self, rec, works)
         as_tensor = Op.of(rec.op).tensor
@@ -97,10 +97,10 @@ class TorchTransport:
         if blocking:
             self.ledger.post(self.rank, rec)
             torch_ops.send(payload, peer, tag, as_tensor, True, stage, rec.clock, rec)
-            self.ledger.set_status(self.rank, RUNNING)
+            self._returned(rec)
             return None
         works = torch_ops.send(payload, peer, tag, as_tensor, False, stage, rec.clock, rec)
-        self._inflight.append((peer, tag, works))
+        self._inflight.append((peer, tag, works, rec))
         self._publish_pending()
         return _Handle(self, rec, works)
 
@@ -127,13 +127,19 @@ class TorchTransport:
         """Run a real blocking call, visibly blocked in ``rec`` for the monitor."""
         self.ledger.post(self.rank, rec)
         value = run()
-        self.ledger.set_status(self.rank, RUNNING)
+        self._returned(rec)
         return value
+
+    def _returned(self, rec: CallRecord) -> None:
+        """Message ``rec``'s call returned: the rank runs, and the message is done (taken or
+        delivered: its peer may still show blocked in the other side's call until its
+        Python resumes, and must not read as waiting for this rank)."""
+        self.ledger.message_done(self.rank, rec, True)
 
     def wait_recv(self, rec: CallRecord, pending) -> Any:
         self.ledger.post(self.rank, rec)
         value = pending.wait()
-        self.ledger.set_status(self.rank, RUNNING)
+        self._returned(rec)
         return value
 
     def _complete_clock(self, rec: CallRecord, payload: Any) -> None:
@@ -163,25 +169,36 @@ class TorchTransport:
         return self.groups["world"].stage_cuda
 
     def _publish_pending(self) -> None:
-        self._inflight = [(d, t, w) for d, t, w in self._inflight if not w.is_completed()]
-        self.ledger.set_pending_sends(self.rank, [(d, t) for d, t, _ in self._inflight])
+        """Publish the sends still in flight; the completed ones are delivered first (a send
+        leaves the pending list only once its receive reads as satisfied otherwise)."""
+        keep = []
+        for d, t, w, rec in self._inflight:
+            if w.is_completed():
+                self.ledger.message_done(self.rank, rec, False)
+            else:
+                keep.append((d, t, w, rec))
+        self._inflight = keep
+        self.ledger.set_pending_sends(self.rank, [(d, t) for d, t, _, _ in keep])
 
     def _refresh_pending(self) -> None:
         """Drop the in-flight sends their receivers have taken (gloo's isend completes only
         when waited for, so ``is_completed`` alone would keep them pending forever, and a
         receiver's later receive on the channel would look satisfiable: a hidden deadlock);
         publish only on a change, which the deadlock monitor must see settle."""
-        keep = [(d, t, w) for d, t, w in self._inflight if not w.is_completed() and not (
-            getattr(w, "rec", None) is not None
-            and message_taken(w.rec, self.ledger.read_call(d, w.rec)))]
+        keep = [(d, t, w, rec) for d, t, w, rec in self._inflight if not w.is_completed()
+                and not (getattr(w, "rec", None) is not None
+                         and message_taken(w.rec, self.ledger.read_call(d, w.rec)))]
         if len(keep) != len(self._inflight):
+            for d, t, w, rec in self._inflight:
+                if w.is_completed():
+                    self.ledger.message_done(self.rank, rec, False)
             self._inflight = keep
-            self.ledger.set_pending_sends(self.rank, [(d, t) for d, t, _ in keep])
+            self.ledger.set_pending_sends(self.rank, [(d, t) for d, t, _, _ in keep])
 
     def wait_send(self, rec: CallRecord, works) -> None:
         self.ledger.post(self.rank, rec)
         works.wait()
-        self.ledger.set_status(self.rank, RUNNING)
+        self._returned(rec)
         self._publish_pending()
 
     def _check_abort(self) -> None:
@@ -255,6 +272,7 @@ class _RecvHandle:
     def wait(self) -> Any:
         if self._pending.is_completed():
             value = self._pending.wait()
+            self._transport._returned(self._rec)
         else:
             value = self._transport.wait_recv(self._rec, self._pending)
         if not self._clocked:
@@ -274,5 +292,7 @@ class _RealRecv:
 
     def wait(self, timeout=None) -> Any:
         if self._works.is_completed():
-            return self._works.wait()
+            value = self._works.wait()
+            self._transport._returned(self._rec)
+            return value
         return self._transport._blocked(self._rec, self._works.wait)
