@@ -49,6 +49,7 @@ ALLOWED = {
     "launching": ROOTS - {"jobs"}, "jobs": ROOTS, "strategies": STRATEGIES,
     "app": ROOTS | STRATEGIES | {"app"},
     "mpi": ROOTS | {"mpi"},              # python -m trtsim.mpi: the mpirun job's face
+    "torchrun": ROOTS | {"torchrun"},    # python -m trtsim.torchrun: the torchrun job's face
 }
 MAX_FUNCTION_LINES = 80
 MAX_WING_SHARE = 0.30

@@ -15,11 +15,12 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+from ..backends.external.torchrun import run_this_rank
 from ..backends.run_ranks import run_ranks
-from ..comm.launch_config import LaunchConfig
+from ..comm.launch_config import LaunchConfig, check_log_dir
 from ..comm.outcome import LaunchOutcome
 from ..launching import default_clock_model, instances_of
-from ..layout.places import InstanceLayout
+from ..layout.places import InstanceLayout, group_table, rank_places
 from .rank_environ import rank_environ
 from .script_job import ScriptProgram, ScriptTarget
 
@@ -134,3 +135,19 @@ def run_script(launch: ScriptLaunch,
                             launch.backend)
     with _as_python_runs_it(launch):
         return run_ranks(instances, program, (), launch.config(), progress)
+
+
+def run_torchrun_rank(target: ScriptTarget, instances: list[InstanceLayout],
+                      config: LaunchConfig) -> LaunchOutcome:
+    """This torchrun worker's rank of the script (``python -m trtsim.torchrun``): torchrun's
+    variables are already this process's; a report ends the process (``job_ending``: rank 0
+    prints it and leaves last), the script's own exception is raised here."""
+    world = int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    places = rank_places(instances, config.delays)
+    if config.log_dir is not None:
+        check_log_dir(config.log_dir)               # before the script starts
+    program = ScriptProgram(target, world, local, (os.environ["MASTER_ADDR"],
+                                                   int(os.environ["MASTER_PORT"])),
+                            config.backend)
+    return run_this_rank(places, program, (), config, group_table(instances), one_report=True)

@@ -42,13 +42,15 @@ from ...comm.origin import call_rank_program
 from ...comm import markers
 from ...layout.places import RankPlace
 from ..process import call_log_writer as call_log, logged
-from .mpirun_exits import EXIT_REPORT, Deadline, fail, first_to_print, job_ending, leave, \
-    script_traceback, stay
+from .job_ending import JobEnding
+from .mpirun_exits import EXIT_REPORT, Deadline, fail, job_ending, script_traceback
 from ..process.rank_start import rank_distributed
 from ..process.store import LOOPBACK, serve_store
 from ..process.aborts import Aborted, Reported
 from ..process.transport import TorchTransport
-from .torchrun import StoreLedger, _Monitor
+from .store_ledger import StoreLedger
+from .store_watch import StoreWatch as _Monitor
+from .torchrun import GRACE_S
 
 
 @dataclass(frozen=True)
@@ -140,15 +142,17 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
     dist = rank_distributed(places[rank], transport, logger, config, wrappers=("runpy",))
     api = dist._rank_api = RankAPI(dist)                 # noqa: SLF001 - the rank's own view
     api.state["mpi"] = MPIRank(api, real_mpi)
-    guards = (_Monitor(ledger, places, logger), Deadline(config.timeout, ledger, places,
-                                                          logger)) if rank == 0 else ()
+    ending = JobEnding(ledger, rank, size, logger, stays=True, stay_s=config.timeout + 30)
+    # every rank's watch: a report reaches a rank whose main thread is in the script's own
+    # code or in a real MPI call; rank 0's also finds deadlocks, and keeps the deadline
+    guards = (_Monitor(ledger, places, logger, finds=rank == 0, grace=GRACE_S, ending=ending),
+              *([Deadline(config.timeout, ledger, places, logger, ending)] if rank == 0 else []))
     script = os.path.abspath(job.script)
 
     def on_report() -> None:
-        """A report (this rank's, or another's it saw): the first finder prints it."""
-        if found and first_to_print(ledger):
-            leave(str(found[0]), logger)
-        stay(logger, config.timeout + 30)
+        """A report (this rank's, or another's it saw): rank 0 prints the one posted and
+        leaves last (``job_ending``)."""
+        ending.finish(_posted(ledger, found))
 
     def ends_job(exc: BaseException) -> bool:
         """A report, or the store gone with the report that ends the job."""
@@ -181,9 +185,18 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
         logger.close(DONE)
     if rank == 0:
         _wait_for_all(ledger, places)            # the store and the monitor serve them
-        for guard in guards:
-            guard.stop()
+    for guard in guards:
+        guard.stop()
     return 0
+
+
+def _posted(ledger: StoreLedger, found: list):
+    """The report that ends the job: the one posted in the store (the first finder's), else
+    the one this rank found."""
+    try:
+        return ledger.abort_error()
+    except torch.distributed.DistError:
+        return found[0] if found else "trtsim: a report ended the job"
 
 
 def _wait_for_all(ledger: StoreLedger, places, poll: float = 0.05) -> None:

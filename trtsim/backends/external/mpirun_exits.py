@@ -27,9 +27,10 @@ class Deadline:
     """Rank 0's deadline: past ``seconds`` with a rank unfinished, the timeout report ends the
     job. ``stop()`` disarms it."""
 
-    def __init__(self, seconds: float, ledger: StoreLedger, places, logger=None):
+    def __init__(self, seconds: float, ledger: StoreLedger, places, logger=None, ending=None):
         self._stop = threading.Event()
         self._args = seconds, ledger, places, logger
+        self._ending = ending            # job_ending.JobEnding: rank 0 leaves last
         self._thread = threading.Thread(target=self._run, name="trtsim-deadline", daemon=True)
         self._thread.start()
 
@@ -43,6 +44,8 @@ class Deadline:
             ledger.abort(err)
         except Exception as exc:  # noqa: BLE001 - the store went away: the job is ending
             err = f"trtsim: the job timed out after {seconds:g} s ({exc})"
+        if self._ending is not None:
+            self._ending.finish(err, "timeout")
         leave(str(err), logger, "timeout")
 
     def stop(self) -> None:
