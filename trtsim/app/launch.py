@@ -135,8 +135,8 @@ def cmd_launch(args) -> int:
         outcome = run_script(launch)
     sys.stdout.flush()
     for note in outcome.notes:
-        if "the script asked init_process_group" in note:
-            print(f"trtsim launch: {note}", file=sys.stderr)
+        if note.startswith("the script asked for"):
+            print(f"trtsim launch: note: {note}", file=sys.stderr)
     if outcome.error is not None:
         print(str(outcome.error), file=sys.stderr, flush=True)
         return EXIT_REPORT

@@ -134,10 +134,21 @@ class ScriptProgram:
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise ScriptExit(f"{self.target.name} called sys.exit({exc.code!r})") from None
+        except Exception as exc:
+            # the report's traceback starts in the script: runpy's frames are no news
+            raise exc.with_traceback(_from_script(exc.__traceback__, self.target.argv[0]))
         asked = _backend_asked()
         if asked is not None and asked != self.backend:
             dist.note(_backend_note(self.backend, asked))
         return ScriptEnd(asked)
+
+
+def _from_script(tb, script: str):
+    """The traceback from the script's own first frame (all of it when none is the script's)."""
+    probe = tb
+    while probe is not None and probe.tb_frame.f_code.co_filename != script:
+        probe = probe.tb_next
+    return probe or tb
 
 
 def _backend_asked() -> str | None:
@@ -154,8 +165,7 @@ def _backend_asked() -> str | None:
 def _backend_note(backend: str, asked: str) -> str:
     """What ran in place of the backend the script asked for."""
     if backend == "inproc":
-        return (f"inproc: the script asked init_process_group for {asked!r}; its collectives "
-                "ran on trtsim's inproc backend, every rank in this process (--backend gloo "
-                "or nccl: a process per rank)")
-    return (f"{backend}: the script asked init_process_group for {asked!r}; its collectives "
-            f"ran on {backend} (get_backend() answers {asked!r})")
+        return (f"the script asked for {asked!r}; inproc ran its collectives in this process "
+                "(--backend gloo or nccl: a process per rank)")
+    return (f"the script asked for {asked!r}; its collectives ran on {backend} "
+            f"(get_backend() answers {asked!r})")
