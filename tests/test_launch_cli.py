@@ -168,3 +168,31 @@ def test_a_missing_script_is_bad_input(tmp_path):
                          cwd=tmp_path, env=dict(os.environ, PYTHONPATH=ROOT))
     assert out.returncode == 2 and out.stderr.strip() == ("trtsim: script 'nowhere.py': no "
                                                           "such file"), out.stderr
+
+
+def test_a_failing_script_is_a_report_with_its_own_traceback(tmp_path):
+    text = "import os\nif os.environ['RANK'] == '1':\n    raise KeyError('no such request')\n"
+    out = launch(tmp_path, text, "--nproc-per-node", "2", [])
+    assert out.returncode == 1, out.stderr[-3000:]
+    assert "RankFailed: rank 1 raised KeyError: 'no such request'" in out.stderr
+    assert f'File "{tmp_path / "job.py"}", line 3, in <module>' in out.stderr
+    assert "runpy" not in out.stderr and out.stderr.count("Traceback") == 1
+
+
+@pytest.mark.parametrize("backend", ["inproc", "gloo"])
+def test_ctrl_c_ends_the_launch_with_status_130(tmp_path, backend):
+    import signal
+    script = tmp_path / "job.py"
+    script.write_text("import os, time\nprint('READY', flush=True)\ntime.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "trtsim", "launch", "--nproc-per-node", "2",
+                             "--backend", backend, str(script)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=ROOT), start_new_session=True)
+    try:
+        assert proc.stdout.readline() == "READY\n"          # a rank runs the script
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and err.strip().endswith("trtsim: interrupted"), err
