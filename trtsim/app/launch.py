@@ -36,6 +36,16 @@ REFUSED = {
     "monitor_interval": "trtsim's monitor watches the ranks",
     "start_method": "the backend decides how ranks start",
     "local_addr": "one node's ranks rendezvous in trtsim's own store",
+    "role": "every rank runs the one script",
+    "event_log_handler": "the elastic agent's events are torchrun's",
+    "local_ranks_filter": "every rank's output is shown (inproc ranks share one process)",
+    "duplicate_stdout_filters": "the workers' output is not redirected",
+    "duplicate_stderr_filters": "the workers' output is not redirected",
+    "logs_specs": "the workers' output is not redirected",
+    "numa_binding": "ranks are not bound to NUMA nodes",
+    "signals_to_handle": "trtsim launch handles Ctrl-C itself (status 130)",
+    "shutdown_timeout": "a report ends the ranks at once",
+    "virtual_local_rank": "LOCAL_RANK is the rank on its node",
 }
 
 
@@ -55,8 +65,9 @@ def add_parser(sub) -> None:
         "sys.argv, RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT per rank; its "
         "init_process_group joins trtsim's world), every collective guarded. torchrun's "
         "flags keep their meanings; those trtsim does not do are refused (exit 2).",
-        epilog="exit status: 0 no report, 1 a report (printed once), 2 bad input, "
-        "130 interrupted")
+        epilog="torchrun's flags refused: " + ", ".join(
+            "--" + n.replace("_", "-") for n in REFUSED) + ". exit status: 0 no report, "
+        "1 a report (printed once), 2 bad input, 130 interrupted")
     _torchrun_flag(p, "nproc_per_node", "ranks on this node (torchrun's)", type=int,
                    required=True, metavar="N")
     _torchrun_flag(p, "nnodes", "nodes (torchrun's; 1: trtsim launch runs one node)",
@@ -95,7 +106,7 @@ def add_parser(sub) -> None:
     own.add_argument("--seed", type=int, default=0, help="inproc: the schedule's seed")
     p.add_argument("training_script", metavar="script.py",
                    help="the script (or, with -m, the module)")
-    p.add_argument("training_script_args", nargs=argparse.REMAINDER,
+    p.add_argument("training_script_args", nargs=argparse.REMAINDER, metavar="args",
                    help="the script's arguments")
     p.set_defaults(func=cmd_launch)
 
