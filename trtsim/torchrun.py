@@ -4,10 +4,11 @@ unmodified torchrun script, every rank guarded (the twin of ``python -m trtsim.m
 Each torchrun worker runs the script as torchrun would have run it (``jobs.script_job``),
 with its torch.distributed calls guarded through the rendezvous store
 (``backends.external.torchrun``) and, with ``--call-log-dir``, its call log written for
-``trtsim analyze``. A report ends the job once: rank 0 prints it and leaves last with status
-1, every other rank leaves first with status 0 and prints nothing, so torchrun's summary
-names one failed rank (``backends.external.job_ending``). Exit status: 0 the job ran, 1 a
-report or the script's failure (its traceback), 2 bad input (one line; no traceback).
+``trtsim analyze``. A report -- or the script's failure on a rank, as a ``RankFailed`` report
+with its traceback -- ends the job once: rank 0 prints it and leaves last with status 1,
+every other rank leaves first with status 0 and prints nothing, so torchrun's summary names
+one failed rank (``backends.external.job_ending``). Exit status: 0 the job ran, 1 a report,
+2 bad input (one line; no traceback).
 """
 
 from __future__ import annotations

@@ -10,10 +10,12 @@ rank 0 serves and whose address it broadcasts with a real ``MPI.bcast``. The sto
 the loopback interface only when every rank runs on rank 0's host (their host names, from a
 real ``MPI.allgather``), on every interface only when the job spans hosts. Those two and the
 barrier after every rank has its ledger row are the MPI calls trtsim makes itself. Rank 0 runs
-torchrun's deadlock monitor over the store, and the job's deadline. A report ends the job: the
-rank that finds it (a mismatch: the rank whose record differs; a deadlock or the deadline:
-rank 0) prints it and leaves with status 1 without finalising MPI, and mpirun ends the other
-ranks -- it does not wait, as it would for a rank inside ``MPI_Finalize``. Each rank writes its
+torchrun's deadlock monitor over the store, and the job's deadline. A report ends the job
+once (``job_ending``): rank 0 prints it and leaves last with status 1 without finalising
+MPI, once the other ranks have said in the store that they leave (they make no store call
+after, so none has a connection torn under it), and mpirun ends them -- it does not wait,
+as it would for a rank inside ``MPI_Finalize``. Every rank's watch sees a report its main
+thread cannot (in the script's own code, or in a real MPI call). Each rank writes its
 call log (``--log-dir``) on exit and on mpirun's SIGTERM, for ``trtsim analyze``
 (``mpirun_exits``). Threads the script starts belong to its rank.
 """

@@ -1,10 +1,12 @@
-"""How a rank of a guarded mpirun job ends (``mpirun``): a report is printed once, by the
-first rank that found it, which then leaves with status 1 without finalising MPI -- mpirun
-then ends the others, which wait for that (leaving first could end the job before the report
-is out); a failing script prints its own traceback; rank 0's deadline reports a job that ran
-too long. Every way out writes the rank's call log first, and ends the process through it
-(``call_log.end_process``): a write in flight in another thread -- the main thread's, while
-rank 0's monitor ends the rank -- finishes first.
+"""How a rank of a guarded mpirun job ends. A report ends it as ``job_ending`` says: rank 0,
+whose process serves the job's store, prints the report and leaves last with status 1,
+without finalising MPI, once every other rank has said in the store that it leaves; those
+wait for mpirun to end them (``stay``, leaving first could end the job before the report is
+out, and finalising MPI needs every rank). A failing script prints its own traceback; rank
+0's deadline reports a job that ran too long. Every way out writes the rank's call log
+first, and ends the process through it (``call_log.end_process``): a write in flight in
+another thread -- the main thread's, while rank 0's monitor ends the rank -- finishes first.
+``leave`` and ``first_to_print`` are the finder's way out where no ``JobEnding`` is given.
 """
 
 from __future__ import annotations

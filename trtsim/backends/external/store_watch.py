@@ -59,6 +59,8 @@ class StoreWatch:
     def _launch_ended(self) -> bool:
         """Whether the launch ended: this watch found a deadlock (posted and printed now),
         or, with ``grace``, another rank posted a report."""
+        if self._ending is not None and self._ledger.aborted:
+            return True                      # a rank posted the report (or its failure)
         if self._monitor is not None:
             err = self._monitor.poll()
             if err is not None:

@@ -28,6 +28,7 @@ import torch.distributed as tdist
 
 from ...layout.places import RankPlace
 from ...guard.waitfor import DONE, FAILED
+from ...calls.errors import RankFailed
 from ...comm.outcome import LaunchOutcome
 from ...comm.origin import program_traceback
 from ..process.culprit import is_peer_loss
@@ -144,6 +145,11 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
                 ledger.set_status(rank, FAILED)
                 _raise_report(ledger, ending)
             failure = (f"{type(exc).__name__}: {exc}", program_traceback(exc))
+            if ending is not None and isinstance(exc, Exception):
+                # the program's failure is the job's one report, printed by rank 0
+                ledger.abort(RankFailed(f"rank {rank} raised {failure[0]}", rank=rank,
+                                        traceback=failure[1]))
+                _raise_report(ledger, ending)
             raise
         ledger.set_status(rank, DONE)
         status = DONE
