@@ -49,6 +49,7 @@ ALLOWED = {
     "launching": ROOTS - {"jobs"}, "jobs": ROOTS, "strategies": STRATEGIES,
     "app": ROOTS | STRATEGIES | {"app", "lint"},
     "mpi": ROOTS | {"mpi"},              # python -m trtsim.mpi: the mpirun job's face
+    "torchrun": ROOTS | {"torchrun"},    # python -m trtsim.torchrun: the torchrun job's face
     "gates": BASE | {"gates"},           # the one gate model (lint and run-time observer)
     "lint": BASE | {"gates", "lint"},    # trtsim lint: the source check
 }

@@ -2,8 +2,8 @@
 script, every rank guarded (``backends.external.mpirun``).
 
 The script's MPI calls run on the real library, each after the guard has checked it; a rank
-that skips a call or calls another one is a report (exit status 1, printed by the rank that
-found it; a deadlock by rank 0) instead of a hang. Exit status: 0 the job ran, 1 a report or a
+that skips a call or calls another one is a report (exit status 1, printed once, by rank 0,
+with no store warning after it: ``backends.external.job_ending``) instead of a hang. Exit status: 0 the job ran, 1 a report or a
 rank's failure, 2 bad input (one line; no traceback).
 """
 

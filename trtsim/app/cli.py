@@ -12,6 +12,7 @@ from .commands import (EXIT_BAD_INPUT, EXIT_INTERRUPTED, EXIT_OK, EXIT_VIOLATION
                        cmd_scenarios, cmd_schema, cmd_topologies, parse_sets)
 from ..comm.launch_config import BACKENDS
 from .analyze import add_parser as _add_analyze
+from .launch import add_parser as _add_launch
 from .hunt import HUNTS
 from .lint import add_parser as _add_lint
 from .output import BadInput
@@ -127,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--launch", metavar="ID", help="the launch whose call logs to read, where a folder "
         "holds several (default: the newest with every rank's log)")
     _add_others(sub)
+    _add_launch(sub)
     _add_lint(sub)
     return parser
 

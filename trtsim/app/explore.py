@@ -61,7 +61,8 @@ class ExploreResult:
         lines = [head] + [f"note: {n}" for n in self.notes]
         if not self.found:
             return "\n".join(lines)
-        lines.append(f"smallest variant: {_overrides_text(self.scenario)}")
+        shown = _overrides_text(self.scenario) or "the scenario as written"
+        lines.append(f"smallest variant: {shown}")
         if self.path:
             lines.append(f"written to {self.path} (replay: trtsim run {self.path})")
         if self.result is not None:
@@ -131,7 +132,11 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
                      "report or a block that differs (--hunt unexpected: where it does not "
                      "reproduce)" if hunt == "bug" else f"hunting variants where {name} does "
                      f"not reproduce (a verdict other than {expect})")
-    found = _search(tuple(vary), examples, seed, violates, notes)
+    # The scenario as written is the first variant (hypothesis's ``@example``, in effect):
+    # a search of a few examples must not miss the layout the scenario itself names.
+    found = _as_written(raw, tuple(vary)) if violates({}) else None
+    if found is None and examples > 1:
+        found = _search(tuple(vary), examples - 1, seed, violates, notes)
     wall = lambda: time.monotonic() - counter["t0"]  # noqa: E731
     if found is None:
         if counter["runs"] < examples:
@@ -144,6 +149,19 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
     path = _write(raw, found, final, source, out_dir) if out_dir else None
     return ExploreResult(True, found, final.error, counter["runs"], path, final, wall(),
                          counter["violations"], notes, examples, counter["first"], hunt)
+
+
+def _as_written(raw: dict, vary: tuple[str, ...]) -> dict:
+    """The varied keys as the scenario writes them (a key it leaves to its default is left
+    out): the overrides that replay the scenario itself."""
+    out = {}
+    for key in vary:
+        node = raw
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is not None:
+            out[key] = copy.deepcopy(node)
+    return out
 
 
 def _search(vary: tuple[str, ...], examples: int, seed: int, violates,
@@ -188,18 +206,12 @@ def _search(vary: tuple[str, ...], examples: int, seed: int, violates,
 
 def _polish(found: dict, vary: tuple[str, ...], violates) -> dict:
     """Shrink further along the orders a person reads: the smallest topology that still
-    fails, then fewer requests, then shorter ones, then seed 0."""
-    best = dict(found)
-    if "topology" in vary:
-        size = topology(best["topology"]).world_size
-        for tid in by_size(topologies()):
-            if topology(tid).world_size >= size or tid == best["topology"]:
-                break
-            if violates({**best, "topology": tid}):
-                best["topology"] = tid
-                break
+    fails, then fewer requests, then shorter ones, then seed 0; then the topology again
+    (fewer requests may fail on a smaller layout, as a search that starts from the
+    scenario as written finds)."""
+    best = _smaller_topology(dict(found), violates)
     key = "workload.requests"
-    if key in vary:
+    if key in best:
         reqs = list(best[key])
         i = len(reqs) - 1
         while i >= 0 and len(reqs) > 1:
@@ -212,9 +224,25 @@ def _polish(found: dict, vary: tuple[str, ...], violates) -> dict:
                 if 0 < shorter < reqs[i] and violates({**best, key: reqs[:i] + [shorter] + reqs[i + 1:]}):
                     reqs[i] = shorter
                     break
+        changed = reqs != list(best[key])
         best[key] = reqs
+        if changed:
+            best = _smaller_topology(best, violates)
     if "seed" in vary and best.get("seed") and violates({**best, "seed": 0}):
         best["seed"] = 0
+    return best
+
+
+def _smaller_topology(best: dict, violates) -> dict:
+    """The smallest topology, below the one found, that still fails (the found one else)."""
+    if "topology" not in best:
+        return best
+    size = topology(best["topology"]).world_size
+    for tid in by_size(topologies()):
+        if topology(tid).world_size >= size or tid == best["topology"]:
+            break
+        if violates({**best, "topology": tid}):
+            return {**best, "topology": tid}
     return best
 
 

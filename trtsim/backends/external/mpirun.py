@@ -10,10 +10,12 @@ rank 0 serves and whose address it broadcasts with a real ``MPI.bcast``. The sto
 the loopback interface only when every rank runs on rank 0's host (their host names, from a
 real ``MPI.allgather``), on every interface only when the job spans hosts. Those two and the
 barrier after every rank has its ledger row are the MPI calls trtsim makes itself. Rank 0 runs
-torchrun's deadlock monitor over the store, and the job's deadline. A report ends the job: the
-rank that finds it (a mismatch: the rank whose record differs; a deadlock or the deadline:
-rank 0) prints it and leaves with status 1 without finalising MPI, and mpirun ends the other
-ranks -- it does not wait, as it would for a rank inside ``MPI_Finalize``. Each rank writes its
+torchrun's deadlock monitor over the store, and the job's deadline. A report ends the job
+once (``job_ending``): rank 0 prints it and leaves last with status 1 without finalising
+MPI, once the other ranks have said in the store that they leave (they make no store call
+after, so none has a connection torn under it), and mpirun ends them -- it does not wait,
+as it would for a rank inside ``MPI_Finalize``. Every rank's watch sees a report its main
+thread cannot (in the script's own code, or in a real MPI call). Each rank writes its
 call log (``--log-dir``) on exit and on mpirun's SIGTERM, for ``trtsim analyze``
 (``mpirun_exits``). Threads the script starts belong to its rank.
 """
@@ -42,13 +44,15 @@ from ...comm.origin import call_rank_program
 from ...comm import markers
 from ...layout.places import RankPlace
 from ..process import call_log_writer, logged
-from .mpirun_exits import EXIT_REPORT, Deadline, fail, first_to_print, job_ending, leave, \
-    script_traceback, stay
+from .job_ending import JobEnding
+from .mpirun_exits import EXIT_REPORT, Deadline, fail, job_ending, script_traceback
 from ..process.rank_start import rank_distributed
 from ..process.store import LOOPBACK, serve_store
 from ..process.aborts import Aborted, Reported
 from ..process.transport import TorchTransport
-from .torchrun import StoreLedger, _Monitor
+from .store_ledger import StoreLedger
+from .store_watch import StoreWatch
+from .torchrun import GRACE_S
 
 
 @dataclass(frozen=True)
@@ -140,15 +144,17 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
     dist = rank_distributed(places[rank], transport, logger, config, wrappers=("runpy",))
     api = RankAPI.of(dist)
     api.attach(MPIRank(api, real_mpi))
-    guards = (_Monitor(ledger, places, logger), Deadline(config.timeout, ledger, places,
-                                                          logger)) if rank == 0 else ()
+    ending = JobEnding(ledger, rank, size, logger, stays=True, stay_s=config.timeout + 30)
+    # every rank's watch: a report reaches a rank whose main thread is in the script's own
+    # code or in a real MPI call; rank 0's also finds deadlocks, and keeps the deadline
+    guards = (StoreWatch(ledger, places, logger, finds=rank == 0, grace=GRACE_S, ending=ending),
+              *([Deadline(config.timeout, ledger, places, logger, ending)] if rank == 0 else []))
     script = os.path.abspath(job.script)
 
     def on_report() -> None:
-        """A report (this rank's, or another's it saw): the first finder prints it."""
-        if found and first_to_print(ledger):
-            leave(str(found[0]), logger)
-        stay(logger, config.timeout + 30)
+        """A report (this rank's, or another's it saw): rank 0 prints the one posted and
+        leaves last (``job_ending``)."""
+        ending.finish(_posted(ledger, found))
 
     def ends_job(exc: BaseException) -> bool:
         """A report, or the store gone with the report that ends the job."""
@@ -181,9 +187,18 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
         logger.close(DONE)
     if rank == 0:
         _wait_for_all(ledger, places)            # the store and the monitor serve them
-        for guard in guards:
-            guard.stop()
+    for guard in guards:
+        guard.stop()
     return 0
+
+
+def _posted(ledger: StoreLedger, found: list):
+    """The report that ends the job: the one posted in the store (the first finder's), else
+    the one this rank found."""
+    try:
+        return ledger.abort_error()
+    except torch.distributed.DistError:
+        return found[0] if found else "trtsim: a report ended the job"
 
 
 def _wait_for_all(ledger: StoreLedger, places, poll: float = 0.05) -> None:

@@ -1,10 +1,12 @@
-"""How a rank of a guarded mpirun job ends (``mpirun``): a report is printed once, by the
-first rank that found it, which then leaves with status 1 without finalising MPI -- mpirun
-then ends the others, which wait for that (leaving first could end the job before the report
-is out); a failing script prints its own traceback; rank 0's deadline reports a job that ran
-too long. Every way out writes the rank's call log first, and ends the process through it
-(``call_log.end_process``): a write in flight in another thread -- the main thread's, while
-rank 0's monitor ends the rank -- finishes first.
+"""How a rank of a guarded mpirun job ends. A report ends it as ``job_ending`` says: rank 0,
+whose process serves the job's store, prints the report and leaves last with status 1,
+without finalising MPI, once every other rank has said in the store that it leaves; those
+wait for mpirun to end them (``stay``, leaving first could end the job before the report is
+out, and finalising MPI needs every rank). A failing script prints its own traceback; rank
+0's deadline reports a job that ran too long. Every way out writes the rank's call log
+first, and ends the process through it (``call_log_writer.end_process``): a write in flight in
+another thread -- the main thread's, while rank 0's monitor ends the rank -- finishes first.
+``leave`` and ``first_to_print`` are the finder's way out where no ``JobEnding`` is given.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ class Deadline:
     """Rank 0's deadline: past ``seconds`` with a rank unfinished, the timeout report ends the
     job. ``stop()`` disarms it."""
 
-    def __init__(self, seconds: float, ledger: StoreLedger, places, logger=None):
+    def __init__(self, seconds: float, ledger: StoreLedger, places, logger=None, ending=None):
         self._stop = threading.Event()
         self._args = seconds, ledger, places, logger
+        self._ending = ending            # job_ending.JobEnding: rank 0 leaves last
         self._thread = threading.Thread(target=self._run, name="trtsim-deadline", daemon=True)
         self._thread.start()
 
@@ -43,6 +46,8 @@ class Deadline:
             ledger.abort(err)
         except Exception as exc:  # noqa: BLE001 - the store went away: the job is ending
             err = f"trtsim: the job timed out after {seconds:g} s ({exc})"
+        if self._ending is not None:
+            self._ending.finish(err, "timeout")
         leave(str(err), logger, "timeout")
 
     def stop(self) -> None:

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
-import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -30,13 +28,15 @@ import torch.distributed as tdist
 
 from ...layout.places import RankPlace
 from ...guard.waitfor import BLOCKED, DONE, FAILED
+from ...calls.errors import RankFailed
 from ...comm.outcome import LaunchOutcome
 from ...comm.origin import program_traceback
 from ..process.culprit import is_peer_loss
 from ..process import call_log_writer
 from ..process.rank_start import GroupPlan, build_groups, join_default_group, run_program, start_rank
-from ..process.monitor import DeadlockMonitor
+from .job_ending import JobEnding
 from .store_ledger import StoreLedger
+from .store_watch import StoreWatch
 from ..process.torch_ops import TorchGroup
 from ..process.aborts import Aborted, Reported
 from ..process.safe_env import SAFE_ENV
@@ -88,15 +88,18 @@ def _group_plan(config: LaunchConfig, local_rank: int) -> GroupPlan:
 
 
 def run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
-                  config: LaunchConfig, group_table: dict) -> LaunchOutcome:
+                  config: LaunchConfig, group_table: dict, *,
+                  one_report: bool = False) -> LaunchOutcome:
     """Run the rank program for this process's rank (torchrun); every rank gets all results.
+    ``one_report`` (``python -m trtsim.torchrun``): a report ends the process as
+    ``job_ending`` says -- rank 0 prints it and leaves last -- instead of raising it here.
     What it installs (the environment of ``SAFE_ENV``, the call log's signal handler, the
     watch thread, the stand-ins) is installed inside the ``try`` whose ``finally`` removes
     it; a default process group the script made is used and left as it was found."""
     saved = {key: os.environ.get(key) for key in SAFE_ENV}
     try:
         os.environ.update(SAFE_ENV)
-        return _run_this_rank(places, program, args, config, group_table)
+        return _run_this_rank(places, program, args, config, group_table, one_report)
     finally:
         # The rank's groups, held in reference cycles (transport, stand-ins), are freed now:
         # left to the interpreter's finalization, a gloo group's threads can abort it there.
@@ -109,7 +112,7 @@ def run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
 
 
 def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
-                   config: LaunchConfig, group_table: dict) -> LaunchOutcome:
+                   config: LaunchConfig, group_table: dict, one_report: bool) -> LaunchOutcome:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     if world != len(places):
@@ -117,7 +120,7 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
                          f"{len(places)} (tp*pp*cp of every instance)")
     status, failure = FAILED, ("", "")
     logger: call_log_writer.CallLogger | None = None
-    watch: _Monitor | None = None
+    watch: StoreWatch | None = None
     made = False
     groups: dict[str, TorchGroup] = {}
     try:
@@ -129,18 +132,24 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
         ledger = StoreLedger(tdist.distributed_c10d._get_default_store(), rank, world)  # noqa: SLF001
         groups = build_groups(group_table, plan.backend, plan.stage_cuda)
         dist = start_rank(rank, places, groups, plan, ledger, logger, config, ledger.abort).dist
-        watch = _Monitor(ledger, places, logger, finds=rank == 0, grace=GRACE_S)
+        ending = JobEnding(ledger, rank, world, logger, stays=False) if one_report else None
+        watch = StoreWatch(ledger, places, logger, finds=rank == 0, grace=GRACE_S, ending=ending)
         try:
             result = run_program(dist, config, lambda: (program, args))
         except (Reported, Aborted):
             ledger.set_status(rank, FAILED)
-            raise ledger.abort_error() from None
+            _raise_report(ledger, ending)
         except BaseException as exc:
             if is_peer_loss(exc, ledger.status(rank) == BLOCKED) and _ended(ledger):
                 # a peer left because a report ended the launch: that report is the outcome
                 ledger.set_status(rank, FAILED)
-                raise ledger.abort_error() from None
+                _raise_report(ledger, ending)
             failure = (f"{type(exc).__name__}: {exc}", program_traceback(exc))
+            if ending is not None and isinstance(exc, Exception):
+                # the program's failure is the job's one report, printed by rank 0
+                ledger.abort(RankFailed(f"rank {rank} raised {failure[0]}", rank=rank,
+                                        traceback=failure[1]))
+                _raise_report(ledger, ending)
             raise
         ledger.set_status(rank, DONE)
         status = DONE
@@ -151,7 +160,7 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
             # every rank is done, and a launch a report ends meanwhile raises it here too.
             ledger.wait_all_done()
         except Aborted:
-            raise ledger.abort_error() from None
+            _raise_report(ledger, ending)
         results: list[Any] = [None] * world
         tdist.all_gather_object(results, result, group=groups["world"].obj)
     finally:
@@ -171,6 +180,14 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
                          [f"torchrun: rank {rank} of {world} (local rank {local_rank}), "
                           f"{plan.backend}" + ("" if made else ", the script's default group"),
                           *dist.notes])
+
+
+def _raise_report(ledger: StoreLedger, ending: JobEnding | None):
+    """The report that ended the launch: raised here, or (``one_report``) this rank's way
+    out of the job (``JobEnding.finish``, which does not return)."""
+    if ending is not None:
+        ending.finish(ledger.abort_error())
+    raise ledger.abort_error() from None
 
 
 def _ended(ledger: StoreLedger) -> bool:
@@ -194,57 +211,3 @@ def _leave(groups: dict, made: bool) -> None:
             tdist.destroy_process_group(pg)
         except Exception:  # noqa: BLE001 - leaving anyway; the program's error is the report
             pass
-
-
-class _Monitor:
-    """A rank's watch over a launch on the store, in a thread; ``stop()`` ends the thread and
-    waits for it.
-
-    ``finds`` (rank 0): it runs the deadlock monitor over the store, and posts a deadlock it
-    finds as the report that ends the launch, and prints it. With ``grace`` (torchrun) it
-    also sees a report another rank posted; the rank's main thread raises the report where
-    it waits (``Aborted``) and stops the watch, and only a main thread stuck inside a real
-    call, which no report can reach, is still there ``grace`` seconds later: the watch then
-    writes the call log and ends the process (status 1), and torchrun ends the job. Without
-    ``grace`` (mpirun, where the finder leaves and mpirun ends the others) the finder ends
-    its process at once, and another rank's report is not its to act on."""
-
-    def __init__(self, ledger: StoreLedger, places: list[RankPlace],
-                 logger: call_log_writer.CallLogger | None = None, *, finds: bool = True,
-                 grace: float | None = None):
-        self._logger = logger                # this rank's call log, written before the end
-        self._stop = threading.Event()
-        self._monitor = DeadlockMonitor(ledger, places, interval=0.2) if finds else None
-        self._ledger, self._grace = ledger, grace
-        self._thread = threading.Thread(target=self._run, name="trtsim-monitor", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            try:
-                ended = self._launch_ended()
-            except Exception:  # noqa: BLE001 - the store went away: the job is ending
-                return
-            if ended:
-                break
-        else:
-            return
-        if self._grace is not None and self._stop.wait(self._grace):
-            return                           # the main thread raised the report
-        # after a write of the main thread's in flight: os._exit would cut it short
-        call_log_writer.end_process(self._logger, 1, "exit")
-
-    def _launch_ended(self) -> bool:
-        """Whether the launch ended: this watch found a deadlock (posted and printed now),
-        or, with ``grace``, another rank posted a report."""
-        if self._monitor is not None:
-            err = self._monitor.poll()
-            if err is not None:
-                self._ledger.abort(err)
-                print(str(err), file=sys.stderr, flush=True)
-                return True
-        return self._grace is not None and self._ledger.aborted
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()

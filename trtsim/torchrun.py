@@ -1,0 +1,95 @@
+"""``torchrun --nproc-per-node N -m trtsim.torchrun [options] script.py [args...]``: an
+unmodified torchrun script, every rank guarded (the twin of ``python -m trtsim.mpi``).
+
+Each torchrun worker runs the script as torchrun would have run it (``jobs.script_job``),
+with its torch.distributed calls guarded through the rendezvous store
+(``backends.external.torchrun``) and, with ``--call-log-dir``, its call log written for
+``trtsim analyze``. A report -- or the script's failure on a rank, as a ``RankFailed`` report
+with its traceback -- ends the job once: rank 0 prints it and leaves last with status 1,
+every other rank leaves first with status 0 and prints nothing, so torchrun's summary names
+one failed rank (``backends.external.job_ending``). Exit status: 0 the job ran, 1 a report,
+2 bad input (one line; no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from .guard.policy import GUARDS
+
+TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        _bad_input(message)
+
+
+def _bad_input(message: str):
+    """One line from the first rank (every rank got the same arguments), status 2."""
+    if os.environ.get("RANK", "0") == "0":
+        print(f"trtsim.torchrun: {message}", file=sys.stderr, flush=True)
+    sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="torchrun ... -m trtsim.torchrun", description=__doc__.split("\n\n")[0])
+    p.add_argument("--tp", type=int, default=0, help="TP size of the layout (default: the "
+                   "world torchrun started, over pp x cp)")
+    p.add_argument("--pp", type=int, default=1, help="PP size (default 1)")
+    p.add_argument("--cp", type=int, default=1, help="CP size (default 1)")
+    p.add_argument("--attention-dp", action="store_true", help="the layout's attention DP")
+    p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
+                   help="the process groups trtsim makes (default gloo; nccl: GPUs)")
+    p.add_argument("--intercept", default="torch", metavar="torch,mpi",
+                   help="the APIs guarded (default torch)")
+    p.add_argument("--guard", choices=GUARDS, default="strict", help="guard mode (default strict)")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds before a rank's wait is reported as hung (default 300)")
+    p.add_argument("--call-log-dir", default=None, metavar="DIR",
+                   help="every rank writes its call log here, for trtsim analyze")
+    p.add_argument("-m", "--module", action="store_true",
+                   help="the script is a module name, run as python -m would")
+    p.add_argument("script", help="the torchrun script (or, with -m, the module)")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    missing = [k for k in TORCHRUN_VARS if k not in os.environ]
+    if missing:
+        _bad_input(f"{', '.join(missing)} not set: run it under torchrun "
+                   "(torchrun --nproc-per-node N -m trtsim.torchrun script.py)")
+    from .comm.launch_config import LaunchConfig
+    from .jobs.script_job import ScriptTarget
+    from .jobs.script_launch import run_torchrun_rank
+    from .launching import default_clock_model, instances_of
+    world = int(os.environ["WORLD_SIZE"])
+    try:
+        intercept = tuple(n.strip() for n in args.intercept.split(",") if n.strip())
+        config = LaunchConfig(args.backend, args.guard, 0, args.timeout,
+                              clock_model=default_clock_model(), wrappers=("runpy",),
+                              intercept=intercept, log_dir=args.call_log_dir)
+        target = ScriptTarget(None if args.module else args.script,
+                              args.script if args.module else None, tuple(args.args))
+        tp = args.tp or max(1, world // max(1, args.pp * args.cp))
+        instances = instances_of(None, tp, args.pp, args.cp, args.attention_dp)
+        if tp * args.pp * args.cp != world:
+            raise ValueError(f"--tp {tp} x --pp {args.pp} x --cp {args.cp} lays out "
+                             f"{tp * args.pp * args.cp} ranks but torchrun started {world}")
+    except ValueError as exc:
+        _bad_input(str(exc))
+    try:
+        run_torchrun_rank(target, instances, config)
+    except Exception as exc:  # noqa: BLE001 - the script's failure: its traceback, status 1
+        traceback.print_exception(exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
