@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch.distributed as tdist
 
@@ -45,7 +45,7 @@ def turns(timeout: datetime.timedelta) -> float:
     return math.inf if seconds <= 0 else max(1, round(seconds / TICK_S))
 
 
-def stuck(num_ranks: int, status: list[str], finished: set[int],
+def stuck(num_ranks: int, status: Sequence[str], finished: set[int],
           waiting: dict[int, Waiting], present: Callable[[tuple[str, ...]], bool]) -> bool:
     """No rank can set a key: each has finished, is blocked in a call, or waits on keys that
     are still missing."""

@@ -17,7 +17,7 @@ import time
 from typing import Any, Callable
 
 from ...calls.errors import CollectiveError
-from ...guard.waitfor import BLOCKED, DONE, FAILED, RUNNING
+from ...guard.waitfor import BLOCKED, DONE, FAILED, RUNNING, RankStatus
 from ...calls.records import CallRecord
 from .runners import GreenletRunner, ThreadRunner, ThreadStartFailed, Unwind
 
@@ -79,7 +79,7 @@ class Kernel:
         if self.error is None:
             self.error = err
 
-    def finish(self, r: int, status: str = DONE) -> None:
+    def finish(self, r: int, status: RankStatus = DONE) -> None:
         self.status[r] = status
         self.finished.add(r)
         if self.on_finish is not None and self.error is None:
