@@ -48,6 +48,13 @@ def thaw(blob: Any) -> Any:
     return blob
 
 
+def into(out: torch.Tensor, value: torch.Tensor) -> None:
+    """Write a received ``value`` into the caller's tensor ``out`` as a C++ backend does:
+    outside autograd, so a leaf that requires grad takes it (pipelining receives activations
+    into such leaves) and the autograd version counter stays where gloo leaves it."""
+    out.data.copy_(value)
+
+
 class _Pickled:
     __slots__ = ("data",)
 

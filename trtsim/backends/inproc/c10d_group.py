@@ -29,6 +29,7 @@ from torch._C._distributed_c10d import _create_work_from_future  # type: ignore[
 from ...guard.rules import output_list_error
 from ...calls.ops import Op
 from ...calls.reduce_op import op_name
+from ...calls.semantics import into
 
 BACKEND = "trtsim"
 DEVICES = ("cpu", "cuda")          # what the backend is registered for (gloo's pair)
@@ -107,7 +108,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
     def allreduce(self, tensors, opts=None):
         reduce_op = _reduction(opts)
         for t in tensors:
-            t.copy_(self._call(Op.ALLREDUCE, t, "c10d.allreduce", reduce_op=reduce_op))
+            into(t, self._call(Op.ALLREDUCE, t, "c10d.allreduce", reduce_op=reduce_op))
         return _done(tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
@@ -118,14 +119,14 @@ class InprocProcessGroup(tdist.ProcessGroup):
         for t in tensors:
             got = self._call(Op.REDUCE, t, "c10d.reduce", root=root, reduce_op=reduce_op)
             if got is not None:              # the root's result
-                t.copy_(got)
+                into(t, got)
         return _done(tensors)
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         reduce_op = _reduction(opts)
         for out, parts in zip(output_tensors, input_tensors):
             self._fits("c10d.reduce_scatter", "an input list", parts)
-            out.copy_(self._call(Op.REDUCE_SCATTER, list(parts), "c10d.reduce_scatter",
+            into(out, self._call(Op.REDUCE_SCATTER, list(parts), "c10d.reduce_scatter",
                                  reduce_op=reduce_op))
         return _done(output_tensors)
 
@@ -137,7 +138,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
         for out, t in zip(outputs, inputs):
             got = self._call(Op.REDUCE_SCATTER, list(t.chunk(self._size)),
                              "c10d.reduce_scatter_tensor", reduce_op=reduce_op)
-            out.copy_(got.view_as(out))
+            into(out, got.view_as(out))
         return _done(outputs)
 
     # -- gathers and scatters --------------------------------------------------------------
@@ -145,7 +146,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
         for outs, t in zip(output_tensors, input_tensors):
             self._fits("c10d.allgather", "an output list", outs)
             for out, got in zip(outs, self._call(Op.ALLGATHER, t, "c10d.allgather")):
-                out.copy_(got)
+                into(out, got)
         return _done(output_tensors)
 
     def allgather_coalesced(self, output_lists, input_tensors, opts=None):
@@ -153,7 +154,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
         self._fits("c10d.allgather_coalesced", "an output list", output_lists)
         for j, t in enumerate(input_tensors):
             for outs, got in zip(output_lists, self._call(Op.ALLGATHER, t, "c10d.allgather")):
-                outs[j].copy_(got)
+                into(outs[j], got)
         return _done(output_lists)
 
     def all_gather_single(self, output, input, opts=None):
@@ -162,7 +163,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
     def all_gather_single_coalesced(self, outputs, inputs, opts=None):
         for out, t in zip(outputs, inputs):
             got = self._call(Op.ALLGATHER, t, "c10d.allgather_into_tensor")
-            out.copy_(torch.cat([g.reshape(-1) for g in got]).view_as(out))
+            into(out, torch.cat([g.reshape(-1) for g in got]).view_as(out))
         return _done(outputs)
 
     def gather(self, output_tensors, input_tensors, opts=None):
@@ -172,7 +173,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
             if got is not None:              # the root: one output list per input
                 self._fits("c10d.gather", "a gather list", output_tensors[i])
                 for out, g in zip(output_tensors[i], got):
-                    out.copy_(g)
+                    into(out, g)
         return _done(output_tensors)
 
     def scatter(self, output_tensors, input_tensors, opts=None):
@@ -181,13 +182,13 @@ class InprocProcessGroup(tdist.ProcessGroup):
             parts = list(input_tensors[i]) if self._rank == root else None
             if parts is not None:
                 self._fits("c10d.scatter", "a scatter list", parts)
-            out.copy_(self._call(Op.SCATTER, parts, "c10d.scatter", root=root))
+            into(out, self._call(Op.SCATTER, parts, "c10d.scatter", root=root))
         return _done(output_tensors)
 
     def broadcast(self, tensors, opts=None):
         root = _root(opts)
         for t in tensors:
-            t.copy_(self._call(Op.BROADCAST, t, "c10d.broadcast", root=root))
+            into(t, self._call(Op.BROADCAST, t, "c10d.broadcast", root=root))
         return _done(tensors)
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
@@ -195,14 +196,14 @@ class InprocProcessGroup(tdist.ProcessGroup):
         self._fits("c10d.alltoall", "an input list", input_tensors)
         for out, got in zip(output_tensors, self._call(Op.ALLTOALL, list(input_tensors),
                                                        "c10d.alltoall")):
-            out.copy_(got)
+            into(out, got)
         return _done(output_tensors)
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes,
                           opts=None):
         parts = list(input.split(list(input_split_sizes)) if input_split_sizes
                      else input.chunk(self._size))
-        output.copy_(torch.cat(self._call(Op.ALLTOALL, parts, "c10d.all_to_all_single"))
+        into(output, torch.cat(self._call(Op.ALLTOALL, parts, "c10d.all_to_all_single"))
                      .view_as(output))
         return _done(output)
 

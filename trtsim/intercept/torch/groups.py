@@ -109,7 +109,12 @@ def state(what: str) -> TorchRank:
 
 def make_group_functions(real):
     """The group and query functions, bound to the real torch.distributed ``real``."""
+    new_group = _new_group_function(real)
+    return {f.__name__: f for f in (*_init_functions(real), new_group,
+                                     _new_subgroups_function(new_group), *_queries(real))}
 
+
+def _init_functions(real):
     def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1,
                            rank=-1, store=None, group_name="", pg_options=None, device_id=None,
                            **_):
@@ -135,6 +140,10 @@ def make_group_functions(real):
         elif group is None:
             st.initialized = False        # trtsim's default group stays for its teardown
 
+    return init_process_group, is_initialized, destroy_process_group
+
+
+def _new_group_function(real):
     def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
                   use_local_synchronization=False, group_desc=None, device_id=None,
                   sort_ranks=True):
@@ -147,6 +156,7 @@ def make_group_functions(real):
         inproc = st.inproc
         if inproc is None:
             backend = _usable(backend, st.api.dist)
+
         def real_group():
             return real.new_group(list(members), timeout=timeout,
                                   backend=backend if inproc is None else inproc.backend,
@@ -168,6 +178,34 @@ def make_group_functions(real):
             st.learn(made, comm, backend)
         return made
 
+    return new_group
+
+
+def _new_subgroups_function(new_group):
+    def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None,
+                      group_desc=None):
+        """Every rank's subgroup of ``group_size`` consecutive ranks, made with ``new_group``
+        (torch's own calls ``new_group`` by its module name, past the interception)."""
+        st = state("new_subgroups")
+        world = st.comm(group, "new_subgroups").ranks
+        size = group_size if group_size is not None else _local_size()
+        if size <= 0 or len(world) % size:
+            raise ValueError(f"new_subgroups(group_size={group_size}): the group of "
+                             f"{len(world)} ranks does not divide into groups of {size}")
+        mine, made = None, []
+        for start in range(0, len(world), size):
+            ranks = list(world[start:start + size])
+            sub = new_group(ranks, timeout=timeout, backend=backend, pg_options=pg_options,
+                            group_desc=group_desc)
+            made.append(sub)
+            if st.api.rank in ranks:
+                mine = sub
+        return mine, made
+
+    return new_subgroups
+
+
+def _queries(real):
     def get_rank(group=None):
         st = state("get_rank")
         comm = st.comm(group, "get_rank")
@@ -193,31 +231,8 @@ def make_group_functions(real):
         asked = st.backend_asked(tdist.GroupMember.WORLD if group is None else group)
         return tdist.Backend(_cpu_part(asked or DEFAULT_BACKEND))
 
-    def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None,
-                      group_desc=None):
-        """Every rank's subgroup of ``group_size`` consecutive ranks, made with ``new_group``
-        (torch's own calls ``new_group`` by its module name, past the interception)."""
-        st = state("new_subgroups")
-        world = st.comm(group, "new_subgroups").ranks
-        size = group_size if group_size is not None else _local_size()
-        if size <= 0 or len(world) % size:
-            raise ValueError(f"new_subgroups(group_size={group_size}): the group of "
-                             f"{len(world)} ranks does not divide into groups of {size}")
-        mine, made = None, []
-        for start in range(0, len(world), size):
-            ranks = list(world[start:start + size])
-            sub = new_group(ranks, timeout=timeout, backend=backend, pg_options=pg_options,
-                            group_desc=group_desc)
-            made.append(sub)
-            if st.api.rank in ranks:
-                mine = sub
-        return mine, made
-
-    return {f.__name__: f for f in (init_process_group, is_initialized, destroy_process_group,
-                                     new_subgroups,
-                                     new_group, get_rank, get_world_size,
-                                     get_process_group_ranks, get_group_rank, get_global_rank,
-                                     get_backend)}
+    return (get_rank, get_world_size, get_process_group_ranks, get_group_rank,
+            get_global_rank, get_backend)
 
 
 def _cpu_part(backend) -> str:
