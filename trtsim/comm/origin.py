@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Callable, Iterable
 
+import torch
+
 _COMM_DIR = os.path.dirname(os.path.abspath(__file__))
 _LAUNCH_FILE = os.path.join(os.path.dirname(_COMM_DIR), "launching.py")
 # Path pieces of frames that belong to the communication layer (any install path): trtsim's
@@ -40,6 +42,11 @@ _LAUNCH_FILE = os.path.join(os.path.dirname(_COMM_DIR), "launching.py")
 # meshes, c10d's helpers reach trtsim's backend through them).
 _LAYER_PARTS = ("/torch/distributed/", "/trtsim/calls/", "/trtsim/guard/", "/trtsim/comm/",
                 "/trtsim/intercept/", "/trtsim/backends/")
+# torch itself is no call site either: its modules, autograd and dispatch frames lie between
+# the user's line and the collective (``loss.backward()`` reaches a backward collective
+# through torch/autograd, a module's forward through torch/nn): the user's frame is the site.
+_TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__))) + os.sep + \
+    "torch" + os.sep
 
 
 def call_rank_program(program: Callable, dist, args: tuple) -> Any:
@@ -159,7 +166,7 @@ class OriginFinder:
         module = frame.f_globals.get("__name__", "")
         path = name.replace("\\", "/")
         hit = self._skip_code[id(code)] = (code, (
-            name.startswith(_COMM_DIR) or name == _LAUNCH_FILE
+            name.startswith(_COMM_DIR) or name == _LAUNCH_FILE or name.startswith(_TORCH_DIR)
             or any(part in path for part in _LAYER_PARTS)
             or any(module == w or module.startswith(w + ".") for w in self.wrappers)),
             bool(code.co_flags & _RESUMABLE))

@@ -28,7 +28,7 @@ from torch._C._distributed_c10d import _create_work_from_future  # type: ignore[
 
 from ...guard.rules import output_list_error
 from ...calls.ops import Op
-from ...calls.reduce_op import op_name
+from ...calls.reduce_op import op_name, premultiplied
 from ...calls.semantics import into
 
 BACKEND = "trtsim"
@@ -45,8 +45,12 @@ def _reduction(opts) -> str:
     """The reduce op of torch's options (a ``ReduceOp`` object wrapping the enum member)."""
     if opts is None:
         return "sum"
-    op = opts.reduceOp
-    return op_name(getattr(op, "op", op))
+    return op_name(opts.reduceOp)
+
+
+def _mine(payload, opts):
+    """What this member gives a reduction: its input, times its factor for PREMUL_SUM."""
+    return payload if opts is None else premultiplied(payload, opts.reduceOp)
 
 
 def _root(opts) -> int:
@@ -97,7 +101,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
 
     def _call(self, op: str, payload, api: str, root=None, reduce_op=None):
         st, comm = self._state(api)
-        return st.api.collective(comm, op, payload, api, root, reduce_op)
+        return st.api.collective(comm, op, payload, st.op_label or api, root, reduce_op)
 
     def _fits(self, api: str, what: str, items) -> None:
         why = output_list_error(api, what, len(items), self._size)
@@ -108,7 +112,8 @@ class InprocProcessGroup(tdist.ProcessGroup):
     def allreduce(self, tensors, opts=None):
         reduce_op = _reduction(opts)
         for t in tensors:
-            into(t, self._call(Op.ALLREDUCE, t, "c10d.allreduce", reduce_op=reduce_op))
+            into(t, self._call(Op.ALLREDUCE, _mine(t, opts), "c10d.allreduce",
+                               reduce_op=reduce_op))
         return _done(tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
@@ -117,7 +122,8 @@ class InprocProcessGroup(tdist.ProcessGroup):
     def reduce(self, tensors, opts=None):
         reduce_op, root = _reduction(opts), _root(opts)
         for t in tensors:
-            got = self._call(Op.REDUCE, t, "c10d.reduce", root=root, reduce_op=reduce_op)
+            got = self._call(Op.REDUCE, _mine(t, opts), "c10d.reduce", root=root,
+                             reduce_op=reduce_op)
             if got is not None:              # the root's result
                 into(t, got)
         return _done(tensors)
@@ -126,8 +132,8 @@ class InprocProcessGroup(tdist.ProcessGroup):
         reduce_op = _reduction(opts)
         for out, parts in zip(output_tensors, input_tensors):
             self._fits("c10d.reduce_scatter", "an input list", parts)
-            into(out, self._call(Op.REDUCE_SCATTER, list(parts), "c10d.reduce_scatter",
-                                 reduce_op=reduce_op))
+            into(out, self._call(Op.REDUCE_SCATTER, _mine(list(parts), opts),
+                                 "c10d.reduce_scatter", reduce_op=reduce_op))
         return _done(output_tensors)
 
     def reduce_scatter_single(self, output, input, opts=None):
@@ -136,7 +142,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
         reduce_op = _reduction(opts)
         for out, t in zip(outputs, inputs):
-            got = self._call(Op.REDUCE_SCATTER, list(t.chunk(self._size)),
+            got = self._call(Op.REDUCE_SCATTER, _mine(list(t.chunk(self._size)), opts),
                              "c10d.reduce_scatter_tensor", reduce_op=reduce_op)
             into(out, got.view_as(out))
         return _done(outputs)
@@ -223,13 +229,15 @@ class InprocProcessGroup(tdist.ProcessGroup):
         """Queued like an ``isend``: the receiver takes it when it posts its receive."""
         st, comm = self._state("c10d.send")
         for t in tensors:
-            st.api.send(Op.ISEND_TENSOR, t, comm.ranks[dst_rank], tag, "c10d.send", False)
+            st.api.send(Op.ISEND_TENSOR, t, comm.ranks[dst_rank], tag,
+                        st.op_label or "c10d.send", False)
         return _done(tensors)
 
     def recv(self, tensors, src_rank: int, tag: int):
         st, comm = self._state("c10d.recv")
         for t in tensors:
-            st.api.recv(Op.RECV_TENSOR, t, comm.ranks[src_rank], tag, "c10d.recv", True)
+            st.api.recv(Op.RECV_TENSOR, t, comm.ranks[src_rank], tag,
+                        st.op_label or "c10d.recv", True)
         return _done(tensors)
 
     def recv_anysource(self, tensors, tag: int):

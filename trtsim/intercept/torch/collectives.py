@@ -8,7 +8,6 @@ with ``wait()``.
 from __future__ import annotations
 
 from ...calls.ops import Op
-from ...calls.reduce_op import op_name
 from . import guarded as g
 from .guarded import Each, guarded
 
@@ -19,18 +18,18 @@ def _reductions(real):
     def all_reduce(tensor, op=sum_, group=None, async_op=False):
         return guarded("all_reduce", group, Op.ALLREDUCE, tensor,
                        lambda: real.all_reduce(tensor, op, group, async_op), g.tensor, tensor,
-                       async_op=async_op, reduce_op=op_name(op))
+                       async_op=async_op, reduce=op)
 
     def reduce(tensor, dst=None, op=sum_, group=None, async_op=False, group_dst=None):
         return guarded("reduce", group, Op.REDUCE, tensor,
                        lambda: real.reduce(tensor, dst, op, group, async_op, group_dst),
                        g.tensor_on_root, tensor, async_op=async_op, root=(dst, group_dst),
-                       reduce_op=op_name(op))
+                       reduce=op)
 
     def reduce_scatter(output, input_list, op=sum_, group=None, async_op=False):
         return guarded("reduce_scatter", group, Op.REDUCE_SCATTER, list(input_list),
                        lambda: real.reduce_scatter(output, input_list, op, group, async_op),
-                       g.tensor, output, async_op=async_op, reduce_op=op_name(op),
+                       g.tensor, output, async_op=async_op, reduce=op,
                        lists=(("input_list", input_list),))
 
     # torch 2.13 names this twice (``reduce_scatter_single`` is the new spelling)
@@ -38,7 +37,7 @@ def _reductions(real):
         def reduce_scatter_tensor(output, input, op=sum_, group=None, async_op=False):
             return guarded(name, group, Op.REDUCE_SCATTER, input,
                            lambda: getattr(real, name)(output, input, op, group, async_op),
-                           g.shaped, output, async_op=async_op, reduce_op=op_name(op),
+                           g.shaped, output, async_op=async_op, reduce=op,
                            split=g.chunks)
         reduce_scatter_tensor.__name__ = name
         return reduce_scatter_tensor

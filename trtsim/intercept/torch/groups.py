@@ -67,6 +67,16 @@ class TorchRank:
         self.groups: dict[int, tuple] = {}   # id(ProcessGroup) -> (group, Comm, backend asked)
         self.world = Comm(WORLD_ID, api.world)
         self.c10d = inproc.new_world() if inproc is not None else None
+        self.op_label: str | None = None     # inproc: the functional op a group method serves
+
+    def labelled(self, label: str, op, args, kwargs):
+        """Run ``op`` with ``label`` naming the calls the inproc group's methods guard for it
+        (a functional collective's op, so both backends record the same label)."""
+        outer, self.op_label = self.op_label, label
+        try:
+            return op(*args, **kwargs)
+        finally:
+            self.op_label = outer
 
     def start(self) -> None:
         """Inproc: this rank's default process group, in its own c10d world (the rank's

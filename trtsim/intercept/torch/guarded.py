@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import torch
 
+from ...calls.reduce_op import op_name, premultiplied
 from ...calls.semantics import into
 from ...guard.rules import output_list_error
 from .groups import state
@@ -73,15 +74,17 @@ def group_root(comm, rank, group_rank, what: str) -> int:
 
 def guarded(name: str, group, op: str, payload: Any, real_call: Callable,
             write: Callable[[Any, Any], None] | None = None, out: Any = None, *,
-            async_op: bool = False, root: tuple | None = None, reduce_op: str | None = None,
+            async_op: bool = False, root: tuple | None = None, reduce=None,
             lists: tuple = (), rooted_lists: tuple = (),
             split: Callable[[Any, Any, int | None, int], Any] | None = None):
     """One guarded torch collective: ``root`` is ``(rank, group_rank)`` as the caller named
     it; ``lists`` (``(what, items)``) must hold one entry per member, ``rooted_lists`` on the
     root only (the guard's list rule, before the call on every backend); ``split(payload,
     comm, root, me)`` makes what travels from the arguments when it depends on the group;
+    ``reduce`` is torch's reduce op as the caller gave it;
     ``write(out, value)`` puts the inproc result into the caller's ``out``. Returns the real
     call's result, or inproc's handle (``async_op``) or None; None for a non-member."""
+    reduce_op = None if reduce is None else op_name(reduce)
     st = state(name)
     comm = st.comm(group, name)
     index = None if root is None else group_root(comm, root[0], root[1], name)
@@ -98,6 +101,8 @@ def guarded(name: str, group, op: str, payload: Any, real_call: Callable,
     if st.api.real:
         return st.api.collective(comm, op, payload, f"torch.{name}", index, reduce_op,
                                  real_call)
+    if reduce_op == "premul_sum":            # inproc: each member applies its own factor
+        payload = premultiplied(payload, reduce)
     value = st.api.collective(comm, op, payload, f"torch.{name}", index, reduce_op)
     if write is not None:
         write(out, value)
