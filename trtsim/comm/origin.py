@@ -45,6 +45,7 @@ _LAYER_PARTS = ("/torch/distributed/", "/trtsim/calls/", "/trtsim/guard/", "/trt
 # torch itself is no call site either: its modules, autograd and dispatch frames lie between
 # the user's line and the collective (``loss.backward()`` reaches a backward collective
 # through torch/autograd, a module's forward through torch/nn): the user's frame is the site.
+_GENERATED = "<eval_with_key>"       # code torch.fx generates (a compiled graph's)
 _TORCH_DIR = os.path.dirname(os.path.dirname(os.path.abspath(torch.__file__))) + os.sep + \
     "torch" + os.sep
 
@@ -167,6 +168,7 @@ class OriginFinder:
         path = name.replace("\\", "/")
         hit = self._skip_code[id(code)] = (code, (
             name.startswith(_COMM_DIR) or name == _LAUNCH_FILE or name.startswith(_TORCH_DIR)
+            or name.startswith(_GENERATED)
             or any(part in path for part in _LAYER_PARTS)
             or any(module == w or module.startswith(w + ".") for w in self.wrappers)),
             bool(code.co_flags & _RESUMABLE))

@@ -17,14 +17,18 @@ guarded call with its own record.
 
 The coalesced ops run as their single ops one after another, on every backend, and
 ``batch_p2p_ops`` as its single sends and receives. ``wait_tensor`` and
-``_wrap_tensor_autograd`` communicate nothing and stay as they are. Compiled graphs call the
-op overloads (``.default``) directly: on inproc they reach the inproc group's methods, guarded
-under the method's own label.
+``_wrap_tensor_autograd`` communicate nothing and stay as they are. A ``torch.compile``d
+function's graph holds the op (dynamo traces torch's own), and its generated code looks the
+overload up by name on every run: that lookup gets a guarded overload, so compiled
+collectives are guarded calls too, with the same labels.
 """
 
 from __future__ import annotations
 
+import sys
+
 import torch
+import torch._ops
 
 from ...calls.ops import Op
 from ...calls.reduce_op import op_name
@@ -147,21 +151,53 @@ def guard_of(name: str):
 
 class GuardedOp:
     """``torch.ops.<namespace>.<name>`` as Python code calls it: guarded inside a rank that
-    intercepts torch.distributed, the op itself anywhere else; its overloads and attributes
-    are the op's (``.default`` stays unguarded: compiled graphs call it)."""
+    intercepts torch.distributed, the op itself anywhere else, and while dynamo traces it
+    (the op goes into the graph, as torch's would). Its overloads and attributes are the
+    op's, except where a compiled graph looks an overload up as it runs (``GuardedOverload``,
+    below)."""
 
     def __init__(self, packet, name: str, guard):
         self._packet, self._name, self._guard = packet, name, guard
         self.__name__ = name
 
     def __call__(self, *args, **kwargs):
-        dist = current()
-        if dist is None or "torch" not in rank_api("torch.ops").state:
-            return self._packet(*args, **kwargs)
-        return self._guard(self._packet, self._name, args, kwargs)
+        return _guarded_call(self._packet, self._name, self._guard, args, kwargs)
 
     def __getattr__(self, name):
-        return getattr(self._packet, name)
+        found = getattr(self._packet, name)
+        if isinstance(found, torch._ops.OpOverload) and _from_graph_code(sys._getframe(1)):
+            return GuardedOverload(found, self._name, self._guard)
+        return found
+
+
+class GuardedOverload:
+    """One overload of an op (``.default``) as a compiled graph calls it: torch's FX code
+    names it ``torch.ops._c10d_functional.all_reduce.default(...)``, looked up on every run,
+    so the graph's collective is guarded as the eager one is. Only generated code gets it:
+    modules that keep an overload at import (lowerings, registrations) keep torch's."""
+
+    def __init__(self, overload, name: str, guard):
+        self._overload, self._name, self._guard = overload, name, guard
+
+    def __call__(self, *args, **kwargs):
+        return _guarded_call(self._overload, self._name, self._guard, args, kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._overload, name)
+
+
+def _guarded_call(op, name, guard, args, kwargs):
+    if torch.compiler.is_compiling() or current() is None or \
+            "torch" not in rank_api("torch.ops").state:
+        return op(*args, **kwargs)
+    return guard(op, name, args, kwargs)
+
+
+GENERATED = ("<eval_with_key>",)       # how FX names the code it generates
+
+
+def _from_graph_code(frame) -> bool:
+    return frame is not None and frame.f_code.co_filename.startswith(GENERATED)
 
 
 def communicating_ops() -> list[tuple[str, str]]:

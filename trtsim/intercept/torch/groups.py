@@ -95,7 +95,7 @@ class TorchRank:
         known = self.groups.get(id(group))
         if known is None or known[0] is not group:      # made outside trtsim's view
             comm = Comm(f"torch:pg{group.group_name}",
-                        tuple(self.real.get_process_group_ranks(group)))
+                        tuple(self.real.get_process_group_ranks(group)), _made_as(group))
             known = self.groups[id(group)] = (group, comm, None)
         return known[1]
 
@@ -106,6 +106,15 @@ class TorchRank:
         """The backend the program named for ``group`` (inproc), or None."""
         known = self.groups.get(id(group))
         return known[2] if known is not None and known[0] is group else None
+
+
+def _made_as(group) -> str:
+    """The kind of a group made where trtsim did not see it: a device mesh names each of its
+    groups ``mesh_<dimension>`` (``mesh dp``); torch's own ``new_group`` calls, ``split``."""
+    desc = getattr(group, "group_desc", "") or ""
+    if desc.startswith("mesh_") and len(desc) > len("mesh_"):
+        return f"mesh {desc[len('mesh_'):]}"
+    return "split"
 
 
 def state(what: str) -> TorchRank:
@@ -162,7 +171,7 @@ def _new_group_function(real):
                         (sorted(ranks) if sort_ranks else ranks))
         for r in members:
             st.world.index(r, "new_group: rank")
-        comm = Comm(st.names.next(members, use_local_synchronization), members)
+        comm = Comm(st.names.next(members, use_local_synchronization), members, "split")
         inproc = st.inproc
         if inproc is None:
             backend = _usable(backend, st.api.dist)
