@@ -206,3 +206,12 @@ def reference_dtensor_tp(dp: int = 0):
     out.square().sum().backward()
     return {"out": out.detach(), "grads": {k: p.grad for k, p in model.named_parameters()},
             "x_grad": x.grad}
+
+
+# -- what the guard saw ------------------------------------------------------------------------
+def with_census(dist_, name: str, *args):
+    """Runs the program ``name`` and returns its result with the rank's census (iteration,
+    kind, label) -> calls: what the guard recorded (trtsim's ``dist``, given to a program
+    with ``*args``)."""
+    result = globals()[name](*args)
+    return {"result": result, "census": dict(dist_.census)}
