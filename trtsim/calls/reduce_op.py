@@ -67,11 +67,18 @@ def premul_factor(op):
 
 
 def premultiplied(payload, op):
-    """What a member puts into a premultiplied sum: its input times its factor (a tensor, or
-    each tensor of a list); ``payload`` as it is for every other op. The inproc backend
-    applies the factor here, on the member's side, as torch applies it before the sum."""
+    """What a member puts into a reduction on the inproc backend: for a premultiplied sum its
+    input times its factor (a tensor, or each tensor of a list), applied on the member's side
+    as torch applies it before the sum; for an average of integer tensors, the refusal gloo
+    gives (the in-place division of an integer tensor by the group's size, torch's own
+    error); ``payload`` as it is otherwise."""
     factor = premul_factor(op)
     if factor is None:
+        if op_name(op) == "avg":
+            for t in payload if isinstance(payload, (list, tuple)) else (payload,):
+                if hasattr(t, "is_floating_point") and not t.is_floating_point() \
+                        and not t.is_complex():
+                    t.new_empty(0).div_(2)       # raises torch's own RuntimeError
         return payload
     if isinstance(payload, (list, tuple)):
         return [p * factor for p in payload]

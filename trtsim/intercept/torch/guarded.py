@@ -101,7 +101,7 @@ def guarded(name: str, group, op: str, payload: Any, real_call: Callable,
     if st.api.real:
         return st.api.collective(comm, op, payload, f"torch.{name}", index, reduce_op,
                                  real_call)
-    if reduce_op == "premul_sum":            # inproc: each member applies its own factor
+    if reduce_op == "premul_sum" or reduce_op == "avg":    # inproc: the member's own part
         payload = premultiplied(payload, reduce)
     value = st.api.collective(comm, op, payload, f"torch.{name}", index, reduce_op)
     if write is not None:
