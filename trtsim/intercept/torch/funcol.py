@@ -43,7 +43,7 @@ QUIET = ("wait_tensor", "_wrap_tensor_autograd")    # communicate nothing
 def _group(group_name):
     if isinstance(group_name, torch.distributed.ProcessGroup):
         return group_name
-    from torch._C._distributed_c10d import _resolve_process_group  # type: ignore[attr-defined]
+    from torch._C._distributed_c10d import _resolve_process_group
     return _resolve_process_group(group_name)
 
 
@@ -202,9 +202,8 @@ def _from_graph_code(frame) -> bool:
 
 def communicating_ops() -> list[tuple[str, str]]:
     """Every (namespace, op) of the functional-collective namespaces that communicates."""
-    names = sorted(n for n in torch._C._dispatch_get_all_op_names()
-                   if n.split("::")[0] in NAMESPACES)
-    return [tuple(n.split("::")) for n in names if n.split("::")[1] not in QUIET]
+    pairs = sorted(n.partition("::")[::2] for n in torch._C._dispatch_get_all_op_names())
+    return [(ns, name) for ns, name in pairs if ns in NAMESPACES and name not in QUIET]
 
 
 def install() -> list[tuple[object, str, object]]:

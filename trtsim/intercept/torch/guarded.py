@@ -93,7 +93,7 @@ def guarded(name: str, group, op: str, payload: Any, real_call: Callable,
         return None                          # torch: a non-member's call does nothing
     for what, items in lists:
         _fits(name, what, items, len(comm.ranks))
-    if rooted_lists and comm.ranks[index] == me:
+    if rooted_lists and index is not None and comm.ranks[index] == me:
         for what, items in rooted_lists:
             _fits(name, what, items, len(comm.ranks))
     if split is not None:
