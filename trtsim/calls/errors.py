@@ -43,7 +43,7 @@ class CollectiveError(Exception):
                  explanation: str = "", details: tuple[str, ...] = ()):
         self.summary = summary
         self.group_kind = group_kind
-        self.group_ranks = tuple(group_ranks)
+        self.group_ranks = tuple(sorted(group_ranks))    # a set of ranks, whatever its order
         self.ranks = tuple(ranks)
         self.calls = dict(calls or {})
         self.explanation = explanation

@@ -79,7 +79,9 @@ class CallRecord(NamedTuple):
     def comm_name(self) -> str:
         """The communicator as a report names it: its kind (``tp``), or its ranks when its rank
         set is no group of the layout, with the communicator's id."""
-        kind = self.group_kind if self.group_kind != "group" else f"group {list(self.group_ranks)}"
+        kind = self.group_kind
+        if kind in ("group", "split") or kind.startswith("mesh "):   # no group of the layout
+            kind = f"{kind} {list(self.group_ranks)}"
         return f"{kind} ({self.comm})" if self.comm else kind
 
     def short(self) -> str:

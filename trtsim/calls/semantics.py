@@ -18,12 +18,17 @@ import torch
 from .ops import OP_TABLE, Op
 
 # Keyed by reduce_op.OPS names.
+# ``avg`` sums, then divides by the members; ``premul_sum`` sums what each member gave after
+# multiplying it by its own factor (``reduce_op.premultiplied``, on the member's side).
 REDUCE_OPS: dict[str, Callable[[Any, Any], Any]] = {
     "sum": operator.add, "prod": operator.mul, "max": max, "min": min,
     "band": operator.and_, "bor": operator.or_, "bxor": operator.xor,
+    "avg": operator.add, "premul_sum": operator.add,
 }
-_TENSOR_REDUCE: dict[str, Callable[[Any, Any], Any]] = {"sum": torch.add, "prod": torch.mul, "max": torch.maximum, "min": torch.minimum,
-                  "band": torch.bitwise_and, "bor": torch.bitwise_or, "bxor": torch.bitwise_xor}
+_TENSOR_REDUCE: dict[str, Callable[[Any, Any], Any]] = {
+    "sum": torch.add, "prod": torch.mul, "max": torch.maximum, "min": torch.minimum,
+    "band": torch.bitwise_and, "bor": torch.bitwise_or, "bxor": torch.bitwise_xor,
+    "avg": torch.add, "premul_sum": torch.add}
 _IMMUTABLE = (int, float, bool, str, bytes, type(None), complex)
 _IMMUTABLE_TYPES = frozenset(_IMMUTABLE)   # exact types: one set look-up on the hot path
 
@@ -46,6 +51,13 @@ def thaw(blob: Any) -> Any:
     if isinstance(blob, torch.Tensor):
         return blob.clone()
     return blob
+
+
+def into(out: torch.Tensor, value: torch.Tensor) -> None:
+    """Write a received ``value`` into the caller's tensor ``out`` as a C++ backend does:
+    outside autograd, so a leaf that requires grad takes it (pipelining receives activations
+    into such leaves) and the autograd version counter stays where gloo leaves it."""
+    out.data.copy_(value)
 
 
 class _Pickled:
@@ -83,8 +95,13 @@ def allreduce(payloads: list[Any], op: str) -> list[Any]:
     """Reduce numbers or tensors elementwise; every member gets the result."""
     if isinstance(payloads[0], torch.Tensor):
         result = reduce(_TENSOR_REDUCE[op], [p.detach() for p in payloads])
+        if op == "avg":
+            # in place, as gloo divides: an integer tensor refuses the float quotient alike
+            result = (result.clone() if len(payloads) == 1 else result).div_(len(payloads))
         return [result.clone() for _ in payloads]
     result = reduce(REDUCE_OPS[op], payloads)
+    if op == "avg":
+        result = result / len(payloads)
     return [result for _ in payloads]
 
 

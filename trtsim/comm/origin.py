@@ -23,6 +23,7 @@ communication layer too.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 import os
 import sys
@@ -44,6 +45,13 @@ _PLUMBING_DIRS = tuple(os.path.join(_PACKAGE_DIR, wing) + os.sep for wing in _PL
 # frames too): trtsim's plumbing, and torch.distributed's (functional collectives, device
 # meshes, c10d's helpers reach trtsim's backend through them).
 _LAYER_PARTS = ("/torch/distributed/",) + tuple(f"/trtsim/{wing}/" for wing in _PLUMBING)
+# torch itself is no call site either: its modules, autograd and dispatch frames lie between
+# the user's line and the collective (``loss.backward()`` reaches a backward collective
+# through torch/autograd, a module's forward through torch/nn): the user's frame is the site.
+_GENERATED = "<eval_with_key>"       # code torch.fx generates (a compiled graph's)
+_TORCH_SPEC = importlib.util.find_spec("torch")     # found, not imported: origins stay light
+_TORCH_DIR = os.path.dirname(os.path.abspath(_TORCH_SPEC.origin)) + os.sep \
+    if _TORCH_SPEC is not None and _TORCH_SPEC.origin else os.sep + "nonexistent" + os.sep
 
 
 def call_rank_program(program: Callable, dist, args: tuple) -> Any:
@@ -163,7 +171,8 @@ class OriginFinder:
         module = frame.f_globals.get("__name__", "")
         path = name.replace("\\", "/")
         hit = self._skip_code[id(code)] = (code, (
-            name.startswith(_PLUMBING_DIRS) or name == _LAUNCH_FILE
+            name.startswith(_PLUMBING_DIRS) or name == _LAUNCH_FILE or name.startswith(_TORCH_DIR)
+            or name.startswith(_GENERATED)
             or any(part in path for part in _LAYER_PARTS)
             or any(module == w or module.startswith(w + ".") for w in self.wrappers)),
             bool(code.co_flags & _RESUMABLE))

@@ -3,9 +3,11 @@
 A ``Comm`` is one communicator as every member sees it: an id all members agree on (built
 from the order of collective creation, which every member shares), its global ranks in
 communicator order, and the kind a report names it by (``tp`` when its rank set is the
-caller's TP group, ``world`` for the whole launch, else ``group``). ``RankAPI`` is one rank's
-entry point: it records and guards each intercepted call through the rank's Distributed, so
-purposes, iterations, the census and the reports are the same as for Distributed's own calls.
+caller's TP group, ``world`` for the whole launch, else what made it: ``split`` for torch's
+``new_group`` and MPI's ``Split``, ``mesh dp`` for a device mesh's ``dp`` dimension, or
+``group``). ``RankAPI`` is one rank's entry point: it records and guards each intercepted
+call through the rank's Distributed, so purposes, iterations, the census and the reports are
+the same as for Distributed's own calls.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ class Comm:
 
     id: str
     ranks: tuple[int, ...]
+    kind: str = "group"      # its name when its rank set is no group of the layout
+
+    def __post_init__(self) -> None:
+        if not self.kind or not isinstance(self.kind, str):
+            raise ValueError(f"Comm {self.id!r}: kind={self.kind!r} must name what made it")
 
     def index(self, global_rank: int, what: str = "rank") -> int:
         """The group index of a global rank; ValueError when it is no member."""
@@ -44,7 +51,8 @@ class RankAPI:
     def __init__(self, dist: Distributed):
         self.dist = dist
         self._extensions: dict[type, object] = {}      # state class -> this rank's instance
-        self._kinds: dict[tuple[int, ...], str] = {}   # communicator ranks -> kind
+        # (communicator ranks, its own kind) -> the kind reports name it by
+        self._kinds: dict[tuple[tuple[int, ...], str], str] = {}
 
     @classmethod
     def of(cls, dist: Distributed) -> RankAPI:
@@ -80,23 +88,25 @@ class RankAPI:
         """The backend runs real collectives (processes): calls run underneath the guard."""
         return self.dist.runs_real_calls
 
-    def kind_of(self, ranks: tuple[int, ...]) -> str:
+    def kind_of(self, ranks: tuple[int, ...], made_as: str = "group") -> str:
         """How reports name a communicator over ``ranks``: a group kind of the layout when the
-        set is one of this rank's groups, ``world`` for the whole launch, else ``group``."""
+        set is one of this rank's groups, ``world`` for the whole launch, else ``made_as``
+        (the communicator's own kind)."""
         members = tuple(sorted(ranks))
         if members == self.world:
             return "world"
         for kind, group in self.dist.place.groups().items():
             if members == tuple(sorted(group)) and len(members) > 1:
                 return kind                  # the first kind that fits: tp before tp_cp
-        return "group"
+        return made_as
 
     def collective(self, comm: Comm, op: str, payload: object, api: str,
                    root: int | None = None, reduce_op: str | None = None,
                    run: Callable[[], object] | None = None) -> object:
-        kind = self._kinds.get(comm.ranks)         # the same on every call: worked out once
+        key = (comm.ranks, comm.kind)
+        kind = self._kinds.get(key)                # the same on every call: worked out once
         if kind is None:
-            kind = self._kinds[comm.ranks] = self.kind_of(comm.ranks)
+            kind = self._kinds[key] = self.kind_of(comm.ranks, comm.kind)
         return self.dist.issue_collective(kind, op, payload, None, root, reduce_op,
                                           group=comm.ranks, comm=comm.id, api=api, run=run)
 

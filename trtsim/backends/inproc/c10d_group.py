@@ -28,7 +28,8 @@ from torch._C._distributed_c10d import _create_work_from_future  # type: ignore[
 
 from ...guard.rules import output_list_error
 from ...calls.ops import Op
-from ...calls.reduce_op import op_name
+from ...calls.reduce_op import op_name, premultiplied
+from ...calls.semantics import into
 
 BACKEND = "trtsim"
 DEVICES = ("cpu", "cuda")          # what the backend is registered for (gloo's pair)
@@ -44,8 +45,12 @@ def _reduction(opts) -> str:
     """The reduce op of torch's options (a ``ReduceOp`` object wrapping the enum member)."""
     if opts is None:
         return "sum"
-    op = opts.reduceOp
-    return op_name(getattr(op, "op", op))
+    return op_name(opts.reduceOp)
+
+
+def _mine(payload, opts):
+    """What this member gives a reduction: its input, times its factor for PREMUL_SUM."""
+    return payload if opts is None else premultiplied(payload, opts.reduceOp)
 
 
 def _root(opts) -> int:
@@ -96,7 +101,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
 
     def _call(self, op: str, payload, api: str, root=None, reduce_op=None):
         st, comm = self._state(api)
-        return st.api.collective(comm, op, payload, api, root, reduce_op)
+        return st.api.collective(comm, op, payload, st.op_label or api, root, reduce_op)
 
     def _fits(self, api: str, what: str, items) -> None:
         why = output_list_error(api, what, len(items), self._size)
@@ -107,7 +112,8 @@ class InprocProcessGroup(tdist.ProcessGroup):
     def allreduce(self, tensors, opts=None):
         reduce_op = _reduction(opts)
         for t in tensors:
-            t.copy_(self._call(Op.ALLREDUCE, t, "c10d.allreduce", reduce_op=reduce_op))
+            into(t, self._call(Op.ALLREDUCE, _mine(t, opts), "c10d.allreduce",
+                               reduce_op=reduce_op))
         return _done(tensors)
 
     def allreduce_coalesced(self, tensors, opts=None):
@@ -116,17 +122,18 @@ class InprocProcessGroup(tdist.ProcessGroup):
     def reduce(self, tensors, opts=None):
         reduce_op, root = _reduction(opts), _root(opts)
         for t in tensors:
-            got = self._call(Op.REDUCE, t, "c10d.reduce", root=root, reduce_op=reduce_op)
+            got = self._call(Op.REDUCE, _mine(t, opts), "c10d.reduce", root=root,
+                             reduce_op=reduce_op)
             if got is not None:              # the root's result
-                t.copy_(got)
+                into(t, got)
         return _done(tensors)
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         reduce_op = _reduction(opts)
         for out, parts in zip(output_tensors, input_tensors):
             self._fits("c10d.reduce_scatter", "an input list", parts)
-            out.copy_(self._call(Op.REDUCE_SCATTER, list(parts), "c10d.reduce_scatter",
-                                 reduce_op=reduce_op))
+            into(out, self._call(Op.REDUCE_SCATTER, _mine(list(parts), opts),
+                                 "c10d.reduce_scatter", reduce_op=reduce_op))
         return _done(output_tensors)
 
     def reduce_scatter_single(self, output, input, opts=None):
@@ -135,9 +142,9 @@ class InprocProcessGroup(tdist.ProcessGroup):
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
         reduce_op = _reduction(opts)
         for out, t in zip(outputs, inputs):
-            got = self._call(Op.REDUCE_SCATTER, list(t.chunk(self._size)),
+            got = self._call(Op.REDUCE_SCATTER, _mine(list(t.chunk(self._size)), opts),
                              "c10d.reduce_scatter_tensor", reduce_op=reduce_op)
-            out.copy_(got.view_as(out))
+            into(out, got.view_as(out))
         return _done(outputs)
 
     # -- gathers and scatters --------------------------------------------------------------
@@ -145,7 +152,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
         for outs, t in zip(output_tensors, input_tensors):
             self._fits("c10d.allgather", "an output list", outs)
             for out, got in zip(outs, self._call(Op.ALLGATHER, t, "c10d.allgather")):
-                out.copy_(got)
+                into(out, got)
         return _done(output_tensors)
 
     def allgather_coalesced(self, output_lists, input_tensors, opts=None):
@@ -153,7 +160,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
         self._fits("c10d.allgather_coalesced", "an output list", output_lists)
         for j, t in enumerate(input_tensors):
             for outs, got in zip(output_lists, self._call(Op.ALLGATHER, t, "c10d.allgather")):
-                outs[j].copy_(got)
+                into(outs[j], got)
         return _done(output_lists)
 
     def all_gather_single(self, output, input, opts=None):
@@ -162,7 +169,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
     def all_gather_single_coalesced(self, outputs, inputs, opts=None):
         for out, t in zip(outputs, inputs):
             got = self._call(Op.ALLGATHER, t, "c10d.allgather_into_tensor")
-            out.copy_(torch.cat([g.reshape(-1) for g in got]).view_as(out))
+            into(out, torch.cat([g.reshape(-1) for g in got]).view_as(out))
         return _done(outputs)
 
     def gather(self, output_tensors, input_tensors, opts=None):
@@ -172,7 +179,7 @@ class InprocProcessGroup(tdist.ProcessGroup):
             if got is not None:              # the root: one output list per input
                 self._fits("c10d.gather", "a gather list", output_tensors[i])
                 for out, g in zip(output_tensors[i], got):
-                    out.copy_(g)
+                    into(out, g)
         return _done(output_tensors)
 
     def scatter(self, output_tensors, input_tensors, opts=None):
@@ -181,13 +188,13 @@ class InprocProcessGroup(tdist.ProcessGroup):
             parts = list(input_tensors[i]) if self._rank == root else None
             if parts is not None:
                 self._fits("c10d.scatter", "a scatter list", parts)
-            out.copy_(self._call(Op.SCATTER, parts, "c10d.scatter", root=root))
+            into(out, self._call(Op.SCATTER, parts, "c10d.scatter", root=root))
         return _done(output_tensors)
 
     def broadcast(self, tensors, opts=None):
         root = _root(opts)
         for t in tensors:
-            t.copy_(self._call(Op.BROADCAST, t, "c10d.broadcast", root=root))
+            into(t, self._call(Op.BROADCAST, t, "c10d.broadcast", root=root))
         return _done(tensors)
 
     def alltoall(self, output_tensors, input_tensors, opts=None):
@@ -195,14 +202,14 @@ class InprocProcessGroup(tdist.ProcessGroup):
         self._fits("c10d.alltoall", "an input list", input_tensors)
         for out, got in zip(output_tensors, self._call(Op.ALLTOALL, list(input_tensors),
                                                        "c10d.alltoall")):
-            out.copy_(got)
+            into(out, got)
         return _done(output_tensors)
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes,
                           opts=None):
         parts = list(input.split(list(input_split_sizes)) if input_split_sizes
                      else input.chunk(self._size))
-        output.copy_(torch.cat(self._call(Op.ALLTOALL, parts, "c10d.all_to_all_single"))
+        into(output, torch.cat(self._call(Op.ALLTOALL, parts, "c10d.all_to_all_single"))
                      .view_as(output))
         return _done(output)
 
@@ -222,13 +229,15 @@ class InprocProcessGroup(tdist.ProcessGroup):
         """Queued like an ``isend``: the receiver takes it when it posts its receive."""
         st, comm = self._state("c10d.send")
         for t in tensors:
-            st.api.send(Op.ISEND_TENSOR, t, comm.ranks[dst_rank], tag, "c10d.send", False)
+            st.api.send(Op.ISEND_TENSOR, t, comm.ranks[dst_rank], tag,
+                        st.op_label or "c10d.send", False)
         return _done(tensors)
 
     def recv(self, tensors, src_rank: int, tag: int):
         st, comm = self._state("c10d.recv")
         for t in tensors:
-            st.api.recv(Op.RECV_TENSOR, t, comm.ranks[src_rank], tag, "c10d.recv", True)
+            st.api.recv(Op.RECV_TENSOR, t, comm.ranks[src_rank], tag,
+                        st.op_label or "c10d.recv", True)
         return _done(tensors)
 
     def recv_anysource(self, tensors, tag: int):

@@ -17,7 +17,7 @@ from ...timeline.clock import ClockModel, RankClock, finish_receive
 from ...guard.rules import check_message
 from ...calls.ops import Op
 from ...calls.records import CallRecord
-from ...calls.semantics import freeze, nbytes, thaw
+from ...calls.semantics import freeze, into, nbytes, thaw
 from .kernel import Kernel
 
 
@@ -142,7 +142,7 @@ class Mailbox:
         recv.is_tensor = isinstance(value, torch.Tensor)
         recv.nbytes = nbytes(value)
         if recv.buffer is not None and Op(rec.op).tensor:
-            recv.buffer.copy_(value)
+            into(recv.buffer, value)      # as gloo writes it: outside autograd
             value = recv.buffer
         recv.done, recv.value = True, value
         if recv.waiting:

@@ -144,8 +144,8 @@ class Intracomm(ObjectCollectives, BufferCollectives, PointToPoint, MPIObject):
             real, ranks = None, members_of(on._coll(what, Op.SPLIT, mine), me)
             if ranks is None:
                 return COMM_NULL
-        return Intracomm(Comm(f"{on._comm.id}/{what.lower()}{n}{suffix}", tuple(ranks)),
-                         real=real)
+        return Intracomm(Comm(f"{on._comm.id}/{what.lower()}{n}{suffix}", tuple(ranks),
+                              "split"), real=real)
 
     def Split(self, color: int = 0, key: int = 0) -> "Intracomm":
         def members(posts, me):

@@ -67,6 +67,16 @@ class TorchRank:
         self.groups: dict[int, tuple] = {}   # id(ProcessGroup) -> (group, Comm, backend asked)
         self.world = Comm(WORLD_ID, api.world)
         self.c10d = inproc.new_world() if inproc is not None else None
+        self.op_label: str | None = None     # inproc: the functional op a group method serves
+
+    def labelled(self, label: str, op, args, kwargs):
+        """Run ``op`` with ``label`` naming the calls the inproc group's methods guard for it
+        (a functional collective's op, so both backends record the same label)."""
+        outer, self.op_label = self.op_label, label
+        try:
+            return op(*args, **kwargs)
+        finally:
+            self.op_label = outer
 
     def start(self) -> None:
         """Inproc: this rank's default process group, in its own c10d world (the rank's
@@ -85,7 +95,7 @@ class TorchRank:
         known = self.groups.get(id(group))
         if known is None or known[0] is not group:      # made outside trtsim's view
             comm = Comm(f"torch:pg{group.group_name}",
-                        tuple(self.real.get_process_group_ranks(group)))
+                        tuple(self.real.get_process_group_ranks(group)), _made_as(group))
             known = self.groups[id(group)] = (group, comm, None)
         return known[1]
 
@@ -96,6 +106,15 @@ class TorchRank:
         """The backend the program named for ``group`` (inproc), or None."""
         known = self.groups.get(id(group))
         return known[2] if known is not None and known[0] is group else None
+
+
+def _made_as(group) -> str:
+    """The kind of a group made where trtsim did not see it: a device mesh names each of its
+    groups ``mesh_<dimension>`` (``mesh dp``); torch's own ``new_group`` calls, ``split``."""
+    desc = getattr(group, "group_desc", "") or ""
+    if desc.startswith("mesh_") and len(desc) > len("mesh_"):
+        return f"mesh {desc[len('mesh_'):]}"
+    return "split"
 
 
 def state(what: str) -> TorchRank:
@@ -109,7 +128,12 @@ def state(what: str) -> TorchRank:
 
 def make_group_functions(real):
     """The group and query functions, bound to the real torch.distributed ``real``."""
+    new_group = _new_group_function(real)
+    return {f.__name__: f for f in (*_init_functions(real), new_group,
+                                     _new_subgroups_function(new_group), *_queries(real))}
 
+
+def _init_functions(real):
     def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1,
                            rank=-1, store=None, group_name="", pg_options=None, device_id=None,
                            **_):
@@ -135,6 +159,10 @@ def make_group_functions(real):
         elif group is None:
             st.initialized = False        # trtsim's default group stays for its teardown
 
+    return init_process_group, is_initialized, destroy_process_group
+
+
+def _new_group_function(real):
     def new_group(ranks=None, timeout=None, backend=None, pg_options=None,
                   use_local_synchronization=False, group_desc=None, device_id=None,
                   sort_ranks=True):
@@ -143,10 +171,11 @@ def make_group_functions(real):
                         (sorted(ranks) if sort_ranks else ranks))
         for r in members:
             st.world.index(r, "new_group: rank")
-        comm = Comm(st.names.next(members, use_local_synchronization), members)
+        comm = Comm(st.names.next(members, use_local_synchronization), members, "split")
         inproc = st.inproc
         if inproc is None:
             backend = _usable(backend, st.api.dist)
+
         def real_group():
             return real.new_group(list(members), timeout=timeout,
                                   backend=backend if inproc is None else inproc.backend,
@@ -168,6 +197,34 @@ def make_group_functions(real):
             st.learn(made, comm, backend)
         return made
 
+    return new_group
+
+
+def _new_subgroups_function(new_group):
+    def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None,
+                      group_desc=None):
+        """Every rank's subgroup of ``group_size`` consecutive ranks, made with ``new_group``
+        (torch's own calls ``new_group`` by its module name, past the interception)."""
+        st = state("new_subgroups")
+        world = st.comm(group, "new_subgroups").ranks
+        size = group_size if group_size is not None else _local_size()
+        if size <= 0 or len(world) % size:
+            raise ValueError(f"new_subgroups(group_size={group_size}): the group of "
+                             f"{len(world)} ranks does not divide into groups of {size}")
+        mine, made = None, []
+        for start in range(0, len(world), size):
+            ranks = list(world[start:start + size])
+            sub = new_group(ranks, timeout=timeout, backend=backend, pg_options=pg_options,
+                            group_desc=group_desc)
+            made.append(sub)
+            if st.api.rank in ranks:
+                mine = sub
+        return mine, made
+
+    return new_subgroups
+
+
+def _queries(real):
     def get_rank(group=None):
         st = state("get_rank")
         comm = st.comm(group, "get_rank")
@@ -193,31 +250,8 @@ def make_group_functions(real):
         asked = st.backend_asked(tdist.GroupMember.WORLD if group is None else group)
         return tdist.Backend(_cpu_part(asked or DEFAULT_BACKEND))
 
-    def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_options=None,
-                      group_desc=None):
-        """Every rank's subgroup of ``group_size`` consecutive ranks, made with ``new_group``
-        (torch's own calls ``new_group`` by its module name, past the interception)."""
-        st = state("new_subgroups")
-        world = st.comm(group, "new_subgroups").ranks
-        size = group_size if group_size is not None else _local_size()
-        if size <= 0 or len(world) % size:
-            raise ValueError(f"new_subgroups(group_size={group_size}): the group of "
-                             f"{len(world)} ranks does not divide into groups of {size}")
-        mine, made = None, []
-        for start in range(0, len(world), size):
-            ranks = list(world[start:start + size])
-            sub = new_group(ranks, timeout=timeout, backend=backend, pg_options=pg_options,
-                            group_desc=group_desc)
-            made.append(sub)
-            if st.api.rank in ranks:
-                mine = sub
-        return mine, made
-
-    return {f.__name__: f for f in (init_process_group, is_initialized, destroy_process_group,
-                                     new_subgroups,
-                                     new_group, get_rank, get_world_size,
-                                     get_process_group_ranks, get_group_rank, get_global_rank,
-                                     get_backend)}
+    return (get_rank, get_world_size, get_process_group_ranks, get_group_rank,
+            get_global_rank, get_backend)
 
 
 def _cpu_part(backend) -> str:

@@ -1,17 +1,19 @@
 """Installing the guarded torch.distributed functions for the length of a launch.
 
-The names of the ``torch.distributed`` package (and the functional collectives of
-``torch.distributed._functional_collectives``) are replaced and restored afterwards; torch's
-internals (``torch.distributed.distributed_c10d``) keep the real functions, so trtsim's own
-process-backend traffic and torch's object collectives underneath run unguarded. The install
-is counted (``scoped_install``): launches in several threads share it, and every stand-in
-calls the real function when no rank runs it (outside a launch, or in a thread of no rank).
-A module first imported during a launch that bound a stand-in by name (``from
-torch.distributed import all_reduce`` run inside a rank) holds the real function again once
-the last launch ends (``scoped_install.rebind_late_imports``). Code that bound a function by
-name before the launch keeps the real one on the inproc backend
-(``backends.inproc.rank_local`` gives the ranks of the modules it names the stand-ins); process-backend ranks import the rank
-program after the install, so they get the guarded ones.
+The names of the ``torch.distributed`` package are replaced and restored afterwards, and so
+are the collectives other torch.distributed modules imported by name (``by_name``: DTensor's
+``scatter``/``broadcast``) and the communicating ops of ``torch.ops._c10d_functional``
+(``funcol``: the functional collectives, their autograd formulas, DTensor's
+redistributions). torch's internals (``torch.distributed.distributed_c10d``) keep the real
+functions, so trtsim's own process-backend traffic and torch's object collectives underneath
+run unguarded. The install is counted (``scoped_install``): launches in several threads share
+it, and every stand-in calls the real function when no rank runs it (outside a launch, or in
+a thread of no rank). A module first imported during a launch that bound a stand-in by name
+(``from torch.distributed import all_reduce`` run inside a rank) holds the real function
+again once the last launch ends (``scoped_install.rebind_late_imports``). Code that bound a
+function by name before the launch keeps the real one on the inproc backend
+(``backends.inproc.rank_local`` gives the ranks of the modules it names the stand-ins);
+process-backend ranks import the rank program after the install, so they get the guarded ones.
 
 Not covered (each raises ``NotImplementedError`` naming itself): ``split_group``,
 ``shrink_group``; custom communicators (NCCL bindings, custom all-reduce)
@@ -29,8 +31,8 @@ import torch.distributed as tdist
 
 from ...comm.current import current
 from ...comm.scoped_install import Originals, current as current_install, scoped
+from . import by_name, funcol
 from .collectives import make_collective_functions
-from .funcol import FUNCOL, make_funcol_functions
 from .groups import make_group_functions
 from .p2p import make_p2p_functions
 
@@ -66,47 +68,45 @@ def shims(real) -> dict:
     return {name: _in_ranks_only(fn, getattr(real, name, None)) for name, fn in out.items()}
 
 
+def communicating_names(real) -> tuple[str, ...]:
+    """The names of torch.distributed's collective and point-to-point functions (what a
+    module that imports one by name must see guarded)."""
+    names = {**make_collective_functions(real), **make_p2p_functions(real)}
+    return tuple(sorted(n for n, fn in names.items() if not isinstance(fn, type)))
+
+
 class _Held(NamedTuple):
     """The install: the real functions, and what replaced them where."""
 
     real: types.SimpleNamespace            # every public name of torch.distributed, as found
     saved: dict                            # name -> the real object
     replacement: dict                      # name -> its stand-in in torch.distributed
-    funcol: types.ModuleType
-    saved_funcol: dict                     # name -> the real functional collective
-    funcol_shims: dict                     # name -> its stand-in there
+    ops: list                              # the functional ops wrapped (``funcol.install``)
+    by_name: tuple                         # the by-name bindings rebound (``by_name.install``)
 
 
 def _install() -> _Held:
-    import torch.distributed._functional_collectives as funcol
     names = [n for n in dir(tdist) if not n.startswith("_")]
     saved = {n: getattr(tdist, n) for n in names}
     real = types.SimpleNamespace(**saved)
     replacement = shims(real)
-    saved_funcol = {n: getattr(funcol, n) for n in FUNCOL if hasattr(funcol, n)}
-    # only what this torch has: functional collectives come and go between releases
-    funcol_shims = {n: _in_ranks_only(fn, saved_funcol[n]) for n, fn in
-                    make_funcol_functions(types.SimpleNamespace(**saved_funcol)).items()
-                    if n in saved_funcol}
     for name, fn in replacement.items():
         setattr(tdist, name, fn)
-    for name, fn in funcol_shims.items():
-        setattr(funcol, name, fn)
-    return _Held(real, saved, replacement, funcol, saved_funcol, funcol_shims)
+    swaps = {id(saved[n]): (saved[n], replacement[n]) for n in communicating_names(real)}
+    return _Held(real, saved, replacement, funcol.install(), by_name.install(swaps))
 
 
 def _uninstall(held: _Held) -> None:
     for name in held.replacement:
         setattr(tdist, name, held.saved[name])
-    for name, fn in held.saved_funcol.items():
-        setattr(held.funcol, name, fn)
+    funcol.uninstall(held.ops)
+    by_name.uninstall(held.by_name)
 
 
 def _originals(held: _Held) -> Originals:
     """id(stand-in) -> (stand-in, its real function): what a module imported during the
     install gets back in place of a stand-in it bound."""
     pairs = [(fn, held.saved[n]) for n, fn in held.replacement.items()]
-    pairs += [(fn, held.saved_funcol[n]) for n, fn in held.funcol_shims.items()]
     return {id(fn): (fn, functools.partial(_same, real)) for fn, real in pairs if fn is not real}
 
 
@@ -121,10 +121,8 @@ def standins() -> dict[int, object]:
     held = current_install("torch.distributed")
     if held is None:
         return {}
-    out = {id(held.saved[n]): fn for n, fn in held.replacement.items()
-           if callable(held.saved[n])}
-    out.update({id(held.saved_funcol[n]): fn for n, fn in held.funcol_shims.items()})
-    return out
+    return {id(held.saved[n]): fn for n, fn in held.replacement.items()
+            if callable(held.saved[n])}
 
 
 @contextlib.contextmanager
