@@ -42,6 +42,10 @@ def _add_run(sub) -> None:
     p.add_argument("--census-rows", action="store_true",
                    help="with --json: every census row (rank, iteration), not the summary")
     p.add_argument("--trace", metavar="FILE", help="write a Perfetto/Chrome trace of the run")
+    p.add_argument("--gates", choices=("off", "observe", "flip"), default=None,
+                   help="latent gates: observe lists each condition that decided a collective "
+                   "and differs by rank while the ranks agree; flip also replays each with its "
+                   "outcome flipped on one member (default: the scenario's gates key)")
     p.set_defaults(func=cmd_run)
 
 

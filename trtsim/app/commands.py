@@ -60,7 +60,10 @@ def cmd_run(args) -> int:
     from ..timeline.trace import write_trace
     from ..scenario.perf import PerfScenario
     from ..scenario.registry import load_any
-    scenario = load_any(args.scenario, parse_sets(args.set))
+    sets = parse_sets(args.set)
+    if getattr(args, "gates", None):
+        sets["gates"] = args.gates
+    scenario = load_any(args.scenario, sets)
     if args.census_rows and not args.json:
         raise BadInput("--census-rows: it selects what --json FILE writes; give --json too")
     if args.census_rows and isinstance(scenario, PerfScenario):

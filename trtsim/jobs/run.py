@@ -38,6 +38,8 @@ class RunResult:
     wall_s: float = 0.0
     trace: list = field(default_factory=list)   # (scheduler step, CallRecord), with trace=True
     timeline: list = field(default_factory=list)  # per rank: virtual-time events
+    latent: list = field(default_factory=list)    # LatentGate (gates: observe or flip)
+    absorbed: list = field(default_factory=list)  # LatentGate flipped with no report (flip)
 
     @property
     def holds(self) -> bool:
@@ -56,6 +58,8 @@ class RunResult:
                 "error": self.error.to_dict() if self.error else None,
                 "metrics": self.metrics, "divergence": self.divergence, "notes": self.notes,
                 "problems": self.problems, "census": self.census.summary(),
+                "latent": [g.to_dict() for g in self.latent],
+                "absorbed": [g.to_dict() for g in self.absorbed],
                 **({"census_rows": self.census.to_dict()} if census_rows else {}),
                 "wall_s": self.wall_s}
 
@@ -89,6 +93,8 @@ class RunResult:
             verdict += f", kv verified: {self.kv_verified}"
         lines = [f"{s.name}: {dep.id} (ctx {dep.ctx.describe()}, gen {dep.gen.describe()}), "
                  f"backend {s.backend}, guard {s.guard}, seed {s.seed}", verdict]
+        lines += [g.line() for g in self.latent]
+        lines += [f"absorbed: {g.line()}" for g in self.absorbed]
         lines += [f"note: {n}" for n in self.notes]
         for d in self.divergence[:8]:
             times = f" (and in {d['iterations'] - 1} later iterations)" if d["iterations"] > 1 else ""
@@ -138,7 +144,7 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
     out = run_ranks(instances, program, (job,),
                     LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays, trace,
                                  default_clock_model(), s.iteration_marker, s.wrappers,
-                                 s.intercept),
+                                 s.intercept, gates=s.gates),
                     progress=progress)
     wall = time.perf_counter() - t0
     n_ctx = dep.ctx.world_size
@@ -156,7 +162,7 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
             kv_verified, problems, metrics = _serving_metrics(results, n_ctx, s)
     return RunResult(s, verdict_of(out.error), out.error, metrics, census, kv_verified,
                      summarize(out.divergences), out.notes, problems, wall, out.trace,
-                     out.clocks)
+                     out.clocks, out.latent)
 
 
 def _transfer_metrics(results: list[TransferReport], n_ctx: int) -> dict:

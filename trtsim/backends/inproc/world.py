@@ -28,6 +28,7 @@ from ...guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, t
 from ... import intercept
 from ...comm import markers
 from ...comm.current import bind
+from ...comm.gate_watch import watch_gates
 from ...comm.origin import OriginFinder, call_rank_program, program_traceback, where_stopped
 from ...comm.outcome import LaunchOutcome
 from ...calls.records import CallRecord
@@ -123,6 +124,7 @@ class InprocWorld:
                                                 self.clocks[r], self._on_iteration), finders[r])
                  for r, p in enumerate(self.places)]
         results: list[Any] = [None] * len(dists)
+        board = watch_gates(dists, self.config)
 
         def rank_main(r: int) -> None:
             bind(dists[r])                   # this greenlet's own context
@@ -167,7 +169,8 @@ class InprocWorld:
         return LaunchOutcome(results, error, [dict(d.census) for d in dists],
                              self.tracker.notes() if self.tracker else [],
                              notes=list(dict.fromkeys(n for d in dists for n in d.notes)),
-                             trace=self.trace or [], clocks=[c.events for c in self.clocks])
+                             trace=self.trace or [], clocks=[c.events for c in self.clocks],
+                             latent=board.latent() if board is not None else [])
 
     def _inproc_torch(self, stack: contextlib.ExitStack):
         """What intercepted torch.distributed gets on inproc: real c10d groups of trtsim's

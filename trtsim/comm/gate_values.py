@@ -1,0 +1,101 @@
+"""What a gate's operands are worth, compared with the meaning of the test.
+
+A numeric test can flip at any value, so numbers (and strings, enums, one-element tensors)
+compare by value; an operand tested with ``is None``/``is not None`` by None-ness; the first
+argument of ``isinstance`` by type; any other object by truthiness -- read only from builtin
+containers and objects that define no ``__bool__``/``__len__`` (no user code runs to compare:
+an object whose truthiness is its own code compares as equal to any other).
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import functools
+import numbers
+
+NONE_TEST, TYPE_TEST, VALUE_TEST = "none", "type", "value"
+_CONTAINERS = (list, tuple, dict, set, frozenset, range, str, bytes)
+_TEXT = 40                                  # characters of a value's text
+
+
+class Unreadable:
+    """An operand that could not be read in the frame (a name bound later, an exception)."""
+
+    def __repr__(self) -> str:
+        return "<unreadable>"
+
+
+UNREADABLE = Unreadable()
+
+
+@functools.lru_cache(maxsize=4096)
+def _meanings(test: ast.expr) -> dict[str, str]:
+    """Operand text -> NONE_TEST or TYPE_TEST, from the test's shape (others: VALUE_TEST)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            for op, (a, b) in zip(node.ops, zip(sides, sides[1:])):
+                if isinstance(op, (ast.Is, ast.IsNot)):
+                    for x, y in ((a, b), (b, a)):
+                        if isinstance(y, ast.Constant) and y.value is None:
+                            out[ast.unparse(x)] = NONE_TEST
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in ("isinstance", "type") and node.args:
+            out[ast.unparse(node.args[0])] = TYPE_TEST
+    return out
+
+
+def meanings(gate) -> tuple[str, ...]:
+    """For each of the gate's operands, how it compares."""
+    if gate.test is None:
+        return tuple(VALUE_TEST for _ in gate.operands)
+    found = _meanings(gate.test)
+    return tuple(found.get(ast.unparse(op.expr), VALUE_TEST) for op in gate.operands)
+
+
+def _scalar(value):
+    """A tensor of one element as its number (torch's ``item``: no user code); else None."""
+    numel = getattr(type(value), "numel", None)
+    if numel is None or type(value).__module__.split(".")[0] != "torch":
+        return None
+    try:
+        return value.item() if value.numel() == 1 else None
+    except (RuntimeError, TypeError, ValueError):
+        return None
+
+
+def key_of(value, meaning: str):
+    """What members must share for the operand to count as equal."""
+    if value is UNREADABLE:
+        return UNREADABLE
+    if meaning == NONE_TEST:
+        return value is None
+    if meaning == TYPE_TEST:
+        return type(value).__qualname__
+    if value is None or isinstance(value, (bool, numbers.Number, str, bytes, enum.Enum)):
+        return value
+    item = _scalar(value)
+    if item is not None:
+        return item
+    if isinstance(value, _CONTAINERS):
+        return ("truth", len(value) > 0)
+    cls = type(value)
+    if getattr(cls, "__bool__", None) is None and getattr(cls, "__len__", None) is None:
+        return ("truth", True)
+    return ("opaque",)                          # its truthiness is user code: not read
+
+
+def text_of(value) -> str:
+    """A short text of a value as LatentGate.values shows it."""
+    if value is None or isinstance(value, (bool, numbers.Number, enum.Enum)):
+        text = repr(value)
+    elif isinstance(value, (str, bytes)):
+        text = repr(value)
+    elif isinstance(value, _CONTAINERS):
+        text = f"<{type(value).__name__} of {len(value)}>"
+    else:
+        item = _scalar(value)
+        text = repr(item) if item is not None else f"<{type(value).__name__}>"
+    return text if len(text) <= _TEXT else text[:_TEXT - 3] + "..."

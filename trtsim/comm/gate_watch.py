@@ -1,0 +1,149 @@
+"""The gates one rank passed on its way to a collective, read from its frames at the call.
+
+``Distributed.issue_collective`` hands each record to the rank's ``GateWatch`` (only when a
+launch asked for gates: the communicator's ``gates`` is None otherwise). The watch walks the
+frames between the rank program's entry and the call -- the program's own, not trtsim's
+plumbing (``origin._LAYER_PARTS``), torch's, the standard library's or a declared wrapper's
+-- and for each frame takes the gates (``trtsim.gates``) that govern the line it is at, with
+the outcome that let it run there, and the values of their operands read in the frame. A
+gate suppressed in the source (``# trtsim: uniform(tp) -- reason``) for the call's group is
+left out. The group's comparison is the launch's ``GateBoard``.
+
+Values are read at the call, not at the test: a name rebound between the two reads its new
+value (the rewritten code of ``gates="flip"`` reads them at the test).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from ..gates import Gate, gates_at
+from .gate_values import UNREADABLE, key_of, meanings, text_of
+from .origin import _ENTRY, _LAYER_PARTS, _LAUNCH_FILE, _THROUGH, _short_path
+
+_STDLIB = os.path.dirname(os.__file__)
+_SKIPPED_PARTS = _LAYER_PARTS + ("/torch/", "/trtsim/gates/")
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One gate as one rank passed it: the outcome that let it reach the call, the operands'
+    comparison key and text, and the iteration it counts as."""
+
+    site: str
+    condition: str
+    outcome: bool
+    key: tuple
+    text: str
+    iteration: int
+    evaluation: int                 # the rank's n-th pass of this gate (1-based)
+
+
+class GateWatch:
+    """One rank's gate observer; ``evaluations`` counts each gate's evaluations where the
+    rewritten code of a flip launch reports them (``GateControl``), else passes here."""
+
+    def __init__(self, rank: int, board, wrappers: tuple[str, ...] = (), control=None):
+        self.rank, self.board, self.wrappers, self.control = rank, board, wrappers, control
+        self._skip: dict[int, tuple] = {}        # id(code) -> (code, skipped)
+        self._here: dict[tuple, tuple] = {}      # (id(code), lasti) -> (code, gates, outcomes)
+        self._passes: dict[str, int] = {}        # site -> passes observed (no control)
+        self._marked = False                     # an iteration was set: use it
+
+    def observe(self, rec, depth: int = 1) -> None:
+        """Read the gates governing the call ``depth`` frames above this one, post them."""
+        frame = sys._getframe(depth + 1)
+        seen: list[Seen] = []
+        if rec.iteration:
+            self._marked = True
+        while frame is not None:
+            code = frame.f_code
+            if code is _ENTRY:
+                break
+            hit = self._skip.get(id(code))
+            if hit is None or hit[0] is not code:
+                hit = self._skip[id(code)] = (code, self._skipped(frame))
+            if not hit[1] and not (frame.f_back is not None
+                                   and frame.f_back.f_code is _THROUGH):
+                self._read(frame, rec, seen)
+            frame = frame.f_back
+        self.board.post(rec, self.rank, seen)
+
+    def _skipped(self, frame) -> bool:
+        name = frame.f_code.co_filename
+        path = name.replace("\\", "/")
+        module = frame.f_globals.get("__name__", "")
+        return (name == _LAUNCH_FILE or name.startswith(_STDLIB) and "site-packages" not in path
+                or any(part in path for part in _SKIPPED_PARTS)
+                or any(module == w or module.startswith(w + ".") for w in self.wrappers))
+
+    def _gates_here(self, frame) -> tuple:
+        code, lasti = frame.f_code, frame.f_lasti
+        hit = self._here.get((id(code), lasti))
+        if hit is not None and hit[0] is code:
+            return hit[1]
+        line, col = frame.f_lineno, None
+        positions = list(code.co_positions())
+        if 0 <= lasti // 2 < len(positions):
+            pos = positions[lasti // 2]
+            if pos[0] == line and pos[2] is not None:
+                col = pos[2]
+        found = tuple((g, g.outcome_at(line, col), *_in_source_order(g))
+                      for g in gates_at(code, line, col))
+        self._here[(id(code), lasti)] = (code, found)
+        return found
+
+    def _read(self, frame, rec, seen: list) -> None:
+        found = self._gates_here(frame)
+        if not found:
+            return
+        local = None
+        for gate, outcome, operands, means in found:
+            if gate.suppression is not None and gate.suppression.covers(rec.group_kind):
+                continue
+            if local is None:
+                local = frame.f_locals
+            values = [_read_operand(op, frame.f_globals, local) for op in operands]
+            key = tuple(key_of(v, m) for v, m in zip(values, means))
+            text = ", ".join(f"{op.text}={text_of(v)}" for op, v in zip(operands, values))
+            site = f"{_short_path(gate.path)}:{gate.line}"
+            evaluation = self._evaluation(gate, site)
+            iteration = rec.iteration if self._marked else evaluation
+            seen.append(Seen(site, gate.condition, bool(outcome), key, text, iteration,
+                             evaluation))
+
+    def _evaluation(self, gate: Gate, site: str) -> int:
+        if self.control is not None:
+            n = self.control.evaluations(self.rank, gate.path, gate.line)
+            if n:
+                return n
+        n = self._passes[site] = self._passes.get(site, 0) + 1
+        return n
+
+
+def _in_source_order(gate: Gate) -> tuple[tuple, tuple]:
+    """The gate's operands as the condition reads, left to right, with their meanings."""
+    pairs = sorted(zip(gate.operands, meanings(gate)),
+                   key=lambda p: (p[0].expr.lineno, p[0].expr.col_offset))
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+
+def _read_operand(operand, globals_: dict, locals_: dict):
+    try:
+        return eval(operand.code, globals_, locals_)   # names, attributes, subscripts, len
+    except Exception:                                   # noqa: BLE001 -- unbound, raising
+        return UNREADABLE
+
+
+def watch_gates(dists: list, config, control=None):
+    """Give each rank's communicator its watch when the launch asked for gates; the board
+    they share (None with ``gates="off"``)."""
+    if config.gates == "off":
+        return None
+    from .gate_board import GateBoard
+    board = GateBoard()
+    for d in dists:
+        d.gates = GateWatch(d.global_rank, board, config.wrappers, control)
+    return board
