@@ -37,8 +37,18 @@ class LaunchResults(list):
         super().__init__(results)
         self.divergence = divergence
         self.notes = notes
-        self.latent = list(latent or [])
-        self.absorbed = list(absorbed or [])
+        self._latent = list(latent or [])
+        self._absorbed = list(absorbed or [])
+
+    @property
+    def latent(self) -> list:
+        """The latent gates (``trtsim.LatentGate``): empty with ``gates="off"``."""
+        return self._latent
+
+    @property
+    def absorbed(self) -> list:
+        """With ``gates="flip"``: the latent gates whose flip gave no report."""
+        return self._absorbed
 
 
 class WithoutDist:

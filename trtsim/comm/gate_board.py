@@ -93,7 +93,7 @@ class GateBoard:
         return LatentGate(site, s0.condition, collective, group, first,
                           {r: s.text for r, s in here.items()},
                           {r: s.outcome for r, s in here.items()},
-                          flip_rank=flip_rank, evaluation=s0.evaluation)
+                          flip_rank=flip_rank, evaluation=s0.evaluation, path=s0.path)
 
 
 def _latent(here: dict, rec, group: tuple) -> LatentGate:
@@ -110,4 +110,4 @@ def _latent(here: dict, rec, group: tuple) -> LatentGate:
                       min(s.iteration for s in here.values()),
                       {r: s.text for r, s in here.items()},
                       {r: s.outcome for r, s in here.items()},
-                      flip_rank=flip_rank, evaluation=first.evaluation)
+                      flip_rank=flip_rank, evaluation=first.evaluation, path=first.path)

@@ -39,6 +39,7 @@ class Seen:
     text: str
     iteration: int
     evaluation: int                 # the rank's n-th pass of this gate (1-based)
+    path: str                       # the gate's file, in full
 
 
 class GateWatch:
@@ -112,7 +113,7 @@ class GateWatch:
             evaluation = self._evaluation(gate, site)
             iteration = rec.iteration if self._marked else evaluation
             seen.append(Seen(site, gate.condition, bool(outcome), key, text, iteration,
-                             evaluation))
+                             evaluation, gate.path))
 
     def _evaluation(self, gate: Gate, site: str) -> int:
         if self.control is not None:
@@ -139,8 +140,8 @@ def _read_operand(operand, globals_: dict, locals_: dict):
 
 def watch_gates(dists: list, config, control=None):
     """Give each rank's communicator its watch when the launch asked for gates; the board
-    they share (None with ``gates="off"``)."""
-    if config.gates == "off":
+    they share (None with ``gates="off"``, and in a flip's replay, which only flips)."""
+    if config.gates == "off" or config.flip is not None:
         return None
     from .gate_board import GateBoard
     board = GateBoard()

@@ -33,6 +33,7 @@ class LatentGate:
     # aim, kept here so that a replay needs nothing else
     flip_rank: int = field(default=-1, compare=False)
     evaluation: int = field(default=0, compare=False)
+    path: str = field(default="", compare=False, repr=False)     # the gate's file, in full
 
     def __post_init__(self) -> None:
         if ":" not in self.site:

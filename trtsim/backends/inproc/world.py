@@ -28,6 +28,7 @@ from ...guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, t
 from ... import intercept
 from ...comm import markers
 from ...comm.current import bind
+from ...comm.gate_control import installed as gates_installed
 from ...comm.gate_watch import watch_gates
 from ...comm.origin import OriginFinder, call_rank_program, program_traceback, where_stopped
 from ...comm.outcome import LaunchOutcome
@@ -124,7 +125,6 @@ class InprocWorld:
                                                 self.clocks[r], self._on_iteration), finders[r])
                  for r, p in enumerate(self.places)]
         results: list[Any] = [None] * len(dists)
-        board = watch_gates(dists, self.config)
 
         def rank_main(r: int) -> None:
             bind(dists[r])                   # this greenlet's own context
@@ -150,6 +150,8 @@ class InprocWorld:
             if not self.threads:
                 stack.enter_context(Watchdog(self.config.timeout))
             stack.enter_context(markers.installed(self.config.iteration_marker))
+            board = watch_gates(dists, self.config,
+                                stack.enter_context(gates_installed(self.config, program)))
             interception = stack.enter_context(
                 intercept.installed(self.config.intercept, self._inproc_torch(stack)))
             modules = stack.enter_context(rank_local.installed(
