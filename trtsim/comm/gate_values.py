@@ -13,6 +13,7 @@ import ast
 import enum
 import functools
 import numbers
+import types
 
 NONE_TEST, TYPE_TEST, VALUE_TEST = "none", "type", "value"
 _CONTAINERS = (list, tuple, dict, set, frozenset, range, str, bytes)
@@ -66,8 +67,19 @@ def _scalar(value):
         return None
 
 
+_PLAIN = frozenset({int, float, bool, str, bytes, type(None)})
+_CALLABLE = frozenset({type, types.BuiltinFunctionType, types.FunctionType, types.MethodType,
+                       types.BuiltinMethodType, types.ModuleType})
+
+
 def key_of(value, meaning: str):
     """What members must share for the operand to count as equal."""
+    kind = type(value)
+    if meaning == VALUE_TEST:                               # the common cases, first
+        if kind in _PLAIN:
+            return value
+        if kind in _CALLABLE:
+            return ("truth", True)
     if value is UNREADABLE:
         return UNREADABLE
     if meaning == NONE_TEST:

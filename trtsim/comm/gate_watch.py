@@ -15,9 +15,10 @@ value (the rewritten code of ``gates="flip"`` reads them at the test).
 
 from __future__ import annotations
 
+import builtins
 import os
 import sys
-from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from ..gates import Gate, gates_at
 from .gate_values import UNREADABLE, key_of, meanings, text_of
@@ -27,19 +28,25 @@ _STDLIB = os.path.dirname(os.__file__)
 _SKIPPED_PARTS = _LAYER_PARTS + ("/torch/", "/trtsim/gates/")
 
 
-@dataclass(frozen=True)
-class Seen:
+class Seen(NamedTuple):
     """One gate as one rank passed it: the outcome that let it reach the call, the operands'
-    comparison key and text, and the iteration it counts as."""
+    comparison key and values (their text is made only for a latent gate), and the
+    iteration it counts as. A named tuple: one is made per gate per call."""
 
     site: str
     condition: str
     outcome: bool
     key: tuple
-    text: str
+    values: tuple
+    operands: tuple                 # the gate's Operand objects, in source order
     iteration: int
     evaluation: int                 # the rank's n-th pass of this gate (1-based)
     path: str                       # the gate's file, in full
+
+    @property
+    def text(self) -> str:
+        """The operands' values as LatentGate.values shows them."""
+        return ", ".join(f"{op.text}={text_of(v)}" for op, v in zip(self.operands, self.values))
 
 
 class GateWatch:
@@ -91,8 +98,7 @@ class GateWatch:
             pos = positions[lasti // 2]
             if pos[0] == line and pos[2] is not None:
                 col = pos[2]
-        found = tuple((g, g.outcome_at(line, col), *_in_source_order(g))
-                      for g in gates_at(code, line, col))
+        found = tuple(_entry(g, line, col) for g in gates_at(code, line, col))
         self._here[(id(code), lasti)] = (code, found)
         return found
 
@@ -101,18 +107,21 @@ class GateWatch:
         if not found:
             return
         local = None
-        for gate, outcome, operands, means in found:
+        glob = frame.f_globals
+        control, passes = self.control, self._passes
+        for gate, outcome, operands, means, site, readers in found:
             if gate.suppression is not None and gate.suppression.covers(rec.group_kind):
                 continue
             if local is None:
                 local = frame.f_locals
-            values = [_read_operand(op, frame.f_globals, local) for op in operands]
-            key = tuple(key_of(v, m) for v, m in zip(values, means))
-            text = ", ".join(f"{op.text}={text_of(v)}" for op, v in zip(operands, values))
-            site = f"{_short_path(gate.path)}:{gate.line}"
-            evaluation = self._evaluation(gate, site)
+            values = tuple([read(glob, local) for read in readers])
+            key = tuple([key_of(v, m) for v, m in zip(values, means)])
+            if control is None:
+                evaluation = passes[site] = passes.get(site, 0) + 1
+            else:
+                evaluation = self._evaluation(gate, site)
             iteration = rec.iteration if self._marked else evaluation
-            seen.append(Seen(site, gate.condition, bool(outcome), key, text, iteration,
+            seen.append(Seen(site, gate.condition, outcome, key, values, operands, iteration,
                              evaluation, gate.path))
 
     def _evaluation(self, gate: Gate, site: str) -> int:
@@ -124,6 +133,13 @@ class GateWatch:
         return n
 
 
+def _entry(gate: Gate, line: int, col: int | None) -> tuple:
+    """What a call at (line, col) reads of one gate, made once per instruction."""
+    operands, means = _in_source_order(gate)
+    return (gate, bool(gate.outcome_at(line, col)), operands, means,
+            f"{_short_path(gate.path)}:{gate.line}", tuple(map(_reader, operands)))
+
+
 def _in_source_order(gate: Gate) -> tuple[tuple, tuple]:
     """The gate's operands as the condition reads, left to right, with their meanings."""
     pairs = sorted(zip(gate.operands, meanings(gate)),
@@ -131,11 +147,28 @@ def _in_source_order(gate: Gate) -> tuple[tuple, tuple]:
     return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
 
-def _read_operand(operand, globals_: dict, locals_: dict):
-    try:
-        return eval(operand.code, globals_, locals_)   # names, attributes, subscripts, len
-    except Exception:                                   # noqa: BLE001 -- unbound, raising
-        return UNREADABLE
+def _reader(operand):
+    """A function reading ``operand`` in a frame's (globals, locals): a plain name by dict
+    lookups, anything else (attributes, constant subscripts, ``len``) by its compiled code."""
+    if operand.kind == "name":
+        name = operand.text
+        table = vars(builtins)
+
+        def read_name(globals_: dict, locals_: dict) -> Any:
+            if name in locals_:
+                return locals_[name]
+            if name in globals_:
+                return globals_[name]
+            return table.get(name, UNREADABLE)
+        return read_name
+    code = operand.code
+
+    def read(globals_: dict, locals_: dict) -> Any:
+        try:
+            return eval(code, globals_, locals_)
+        except Exception:                               # noqa: BLE001 -- unbound, raising
+            return UNREADABLE
+    return read
 
 
 def watch_gates(dists: list, config, control=None):

@@ -119,6 +119,8 @@ def _exits(stmts: list[ast.stmt]) -> bool:
     last = stmts[-1]
     if isinstance(last, _EXITS):
         return True
+    if isinstance(last, (ast.With, ast.AsyncWith)):       # ``with ctx: return f()``
+        return _exits(last.body)
     return isinstance(last, ast.If) and _exits(last.body) and _exits(last.orelse)
 
 
