@@ -48,6 +48,24 @@ def _meanings(test: ast.expr) -> dict[str, str]:
     return out
 
 
+def eq_pairs(gate, operands) -> tuple[tuple[int, int], ...]:
+    """Indices (in ``operands``) of the two sides of each ``==``/``!=`` test between
+    operands: a side that is None there can never equal a number, so the other side then
+    counts by None-ness (``rank == wrong_rank`` with ``wrong_rank=None`` never flips)."""
+    if gate.test is None:
+        return ()
+    index = {ast.unparse(op.expr): i for i, op in enumerate(operands)}
+    out = []
+    for node in ast.walk(gate.test):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            for op, (a, b) in zip(node.ops, zip(sides, sides[1:])):
+                ia, ib = index.get(ast.unparse(a)), index.get(ast.unparse(b))
+                if isinstance(op, (ast.Eq, ast.NotEq)) and ia is not None and ib is not None:
+                    out += [(ia, ib), (ib, ia)]
+    return tuple(out)
+
+
 def meanings(gate) -> tuple[str, ...]:
     """For each of the gate's operands, how it compares."""
     if gate.test is None:

@@ -21,7 +21,7 @@ import sys
 from typing import Any, NamedTuple
 
 from ..gates import Gate, gates_at
-from .gate_values import UNREADABLE, key_of, meanings, text_of
+from .gate_values import UNREADABLE, eq_pairs, key_of, meanings, text_of
 from .origin import _ENTRY, _LAYER_PARTS, _LAUNCH_FILE, _THROUGH, _short_path
 
 _STDLIB = os.path.dirname(os.__file__)
@@ -109,13 +109,17 @@ class GateWatch:
         local = None
         glob = frame.f_globals
         control, passes = self.control, self._passes
-        for gate, outcome, operands, means, site, readers in found:
+        for gate, outcome, operands, means, site, readers, pairs in found:
             if gate.suppression is not None and gate.suppression.covers(rec.group_kind):
                 continue
             if local is None:
                 local = frame.f_locals
             values = tuple([read(glob, local) for read in readers])
-            key = tuple([key_of(v, m) for v, m in zip(values, means)])
+            key = [key_of(v, m) for v, m in zip(values, means)]
+            for i, j in pairs:
+                if values[j] is None:
+                    key[i] = values[i] is None
+            key = tuple(key)
             if control is None:
                 evaluation = passes[site] = passes.get(site, 0) + 1
             else:
@@ -137,7 +141,8 @@ def _entry(gate: Gate, line: int, col: int | None) -> tuple:
     """What a call at (line, col) reads of one gate, made once per instruction."""
     operands, means = _in_source_order(gate)
     return (gate, bool(gate.outcome_at(line, col)), operands, means,
-            f"{_short_path(gate.path)}:{gate.line}", tuple(map(_reader, operands)))
+            f"{_short_path(gate.path)}:{gate.line}", tuple(map(_reader, operands)),
+            eq_pairs(gate, operands))
 
 
 def _in_source_order(gate: Gate) -> tuple[tuple, tuple]:
