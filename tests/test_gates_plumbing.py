@@ -64,3 +64,28 @@ def test_latent_gate_is_exported_and_validated():
         trtsim.LatentGate("p.py:3", "n > 0", "allreduce", (1, 0), 1, {}, {})
     with pytest.raises(ValueError, match="site"):
         trtsim.LatentGate("p.py", "n > 0", "allreduce", (0, 1), 1, {}, {})
+
+
+def test_scenario_flip_rewrites_the_runtime_and_restores_it():
+    from trtsim.executor import py_executor
+    before = {n: f.__code__ for n, f in vars(py_executor.PyExecutor).items()
+              if callable(f) and hasattr(f, "__code__")}
+    result = trtsim.run("executor_mtp", overrides={"gates": "flip"})
+    assert result.holds and result.latent == [] and result.absorbed == []
+    after = {n: f.__code__ for n, f in vars(py_executor.PyExecutor).items()
+             if callable(f) and hasattr(f, "__code__")}
+    assert after == before
+
+
+def test_cli_explore_takes_flip_gates(tmp_path):
+    out = tmp_path / "explore.json"
+    proc = _cli("explore", "kv_transfer", "--flip-gates", "--examples", "1", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["found"] is False
+
+
+def test_gates_in_refuses_plumbing():
+    for name in ("trtsim", "trtsim.comm", "torch.distributed"):
+        with pytest.raises(ValueError, match="plumbing"):
+            trtsim.launch(gp.dp_zero_token, tp=2, args=([[1, 1]],), gates="flip",
+                          gates_in=(name,))

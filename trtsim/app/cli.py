@@ -74,6 +74,9 @@ def _add_explore(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="write the counterexample scenario here")
     p.add_argument("--json", metavar="FILE",
                    help="write the result as JSON (schema trtsim/explore, docs/JSON.md)")
+    p.add_argument("--flip-gates", action="store_true",
+                   help="run each variant with gates: flip, and count a latent gate whose "
+                   "flip gives a report as a violation (the counterexample keeps gates: flip)")
     p.set_defaults(func=cmd_explore)
 
 

@@ -131,10 +131,13 @@ def cmd_explore(args) -> int:
     check_outputs([Output("--json", args.json), Output("--out", args.out, folder=True)], inputs)
     _hypothesis_home()
     _single_threaded_torch()
+    sets = parse_sets(args.set)
+    if getattr(args, "flip_gates", False):
+        sets["gates"] = "flip"
     with InterruptLatch() as latch, \
             Progress("explore", total=args.examples, check=latch.check) as progress:
         result = explore(args.scenario, examples=args.examples, seed=args.seed,
-                         vary=tuple(args.vary or ("topology",)), overrides=parse_sets(args.set),
+                         vary=tuple(args.vary or ("topology",)), overrides=sets,
                          out_dir=args.out, progress=progress, hunt=args.hunt)
     print(result.summary())
     if args.json:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .current import current
 from .gate_rewrite import module_of, restore, rewrite_module
-from .launch_config import in_package
+from .launch_config import NOT_GATED, in_package
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def installed(config, program):
     try:
         for name in sorted(names):
             module = sys.modules.get(name)
-            if module is not None and not in_package(name, ("trtsim", "torch")):
+            if module is not None and name != "trtsim" and not in_package(name, NOT_GATED):
                 swapped += rewrite_module(module, control.sites, control)
         yield control
     finally:

@@ -16,6 +16,10 @@ from .markers import resolve as resolve_marker
 BACKENDS = ("inproc", "gloo", "nccl", "torchrun")   # torchrun: this process is one rank
 INTERCEPTABLE = ("torch", "mpi")                    # the APIs a launch can guard unmodified
 GATE_MODES = ("off", "observe", "flip")             # latent gates: none, listed, proved
+# Code a flip never rewrites: torch's and trtsim's plumbing (the call's way down, not the
+# program's decisions). trtsim's runtime wings (executor, disagg, spec, jobs) are program code.
+NOT_GATED = ("torch", "trtsim.calls", "trtsim.guard", "trtsim.comm", "trtsim.intercept",
+             "trtsim.backends", "trtsim.gates", "trtsim.launching", "trtsim.app")
 
 
 @dataclass(frozen=True)
@@ -112,9 +116,9 @@ def check_gates_in(prefixes) -> tuple[str, ...]:
     for p in prefixes:
         if not isinstance(p, str) or not p or not all(x.isidentifier() for x in p.split(".")):
             raise ValueError(f"gates_in={tuple(prefixes)!r}: {p!r} is not a module name")
-        if in_package(p, ("trtsim", "torch")):
-            raise ValueError(f"gates_in={tuple(prefixes)!r}: {p!r} is trtsim's or torch's "
-                             "own code; name the program's packages")
+        if p == "trtsim" or in_package(p, NOT_GATED):
+            raise ValueError(f"gates_in={tuple(prefixes)!r}: {p!r} is torch's or trtsim's "
+                             "plumbing; name the program's packages")
     return tuple(prefixes)
 
 

@@ -9,6 +9,7 @@ from typing import Any, Callable
 from ..calls.errors import CollectiveError, verdict_of
 from ..guard.lockstep import summarize
 from ..comm.launch_config import LaunchConfig
+from ..backends.gate_flip import flip_all
 from ..backends.run_ranks import run_ranks
 from ..disagg.transceiver_config import DisaggPeers
 from ..executor.report import ExecutorReport
@@ -20,6 +21,10 @@ from .census import Census
 from .serving_job import ServingJob, serving_program
 from .transfer_job import (TransferJob, TransferReport, completed_everywhere, transfer_program,
                            verify_transfer)
+
+
+# trtsim's runtime wings run as the rank program of a scenario: a flip controls their gates
+PROGRAM_CODE = ("trtsim.executor", "trtsim.disagg", "trtsim.spec", "trtsim.jobs")
 
 
 @dataclass
@@ -141,11 +146,13 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
                          s.speculative)
         program = serving_program
     t0 = time.perf_counter()
-    out = run_ranks(instances, program, (job,),
-                    LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays, trace,
-                                 default_clock_model(), s.iteration_marker, s.wrappers,
-                                 s.intercept, gates=s.gates),
-                    progress=progress)
+    config = LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays, trace,
+                          default_clock_model(), s.iteration_marker, s.wrappers, s.intercept,
+                          gates=s.gates, gates_in=PROGRAM_CODE if s.gates == "flip" else ())
+    out = run_ranks(instances, program, (job,), config, progress=progress)
+    latent, absorbed = out.latent, []
+    if s.gates == "flip" and out.error is None and latent:
+        latent, absorbed = flip_all(instances, program, (job,), config, latent)
     wall = time.perf_counter() - t0
     n_ctx = dep.ctx.world_size
     roles = ["ctx"] * n_ctx + ["gen"] * dep.gen.world_size
@@ -162,7 +169,7 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
             kv_verified, problems, metrics = _serving_metrics(results, n_ctx, s)
     return RunResult(s, verdict_of(out.error), out.error, metrics, census, kv_verified,
                      summarize(out.divergences), out.notes, problems, wall, out.trace,
-                     out.clocks, out.latent)
+                     out.clocks, latent, absorbed)
 
 
 def _transfer_metrics(results: list[TransferReport], n_ctx: int) -> dict:
