@@ -21,10 +21,17 @@ _TEXT = 40                                  # characters of a value's text
 
 
 class Unreadable:
-    """An operand that could not be read in the frame (a name bound later, an exception)."""
+    """An operand that could not be read in the frame (a name bound later, an exception).
+    Every one equals every other (a copy that crossed processes too)."""
 
     def __repr__(self) -> str:
         return "<unreadable>"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Unreadable)
+
+    def __hash__(self) -> int:
+        return 0
 
 
 UNREADABLE = Unreadable()

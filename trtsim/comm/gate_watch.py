@@ -42,10 +42,13 @@ class Seen(NamedTuple):
     iteration: int
     evaluation: int                 # the rank's n-th pass of this gate (1-based)
     path: str                       # the gate's file, in full
+    shown: str = ""                 # the text, where values and operands were left behind
 
     @property
     def text(self) -> str:
         """The operands' values as LatentGate.values shows them."""
+        if self.shown:
+            return self.shown
         return ", ".join(f"{op.text}={text_of(v)}" for op, v in zip(self.operands, self.values))
 
 
@@ -176,13 +179,16 @@ def _reader(operand):
     return read
 
 
-def watch_gates(dists: list, config, control=None):
+def watch_gates(dists: list, config, control=None, board=None):
     """Give each rank's communicator its watch when the launch asked for gates; the board
-    they share (None with ``gates="off"``, and in a flip's replay, which only flips)."""
+    they share (None with ``gates="off"``, and in a flip's replay, which only flips).
+    ``board``: where the posts go (a process rank's ``GateRecorder``); default a new
+    ``GateBoard``."""
     if config.gates == "off" or config.flip is not None:
         return None
-    from .gate_board import GateBoard
-    board = GateBoard()
+    if board is None:
+        from .gate_board import GateBoard
+        board = GateBoard()
     for d in dists:
         d.gates = GateWatch(d.global_rank, board, config.wrappers, control)
     return board

@@ -42,6 +42,7 @@ class LaunchConfig:
     gates: str = "off"                              # latent gates (comm.gate_watch)
     gates_in: tuple[str, ...] = ()                  # packages whose gates a flip controls
     flip: object | None = None                      # a flip replay's aim (comm.gate_control)
+    gate_dir: str | None = None                     # processes: where ranks write their gates
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
