@@ -71,7 +71,8 @@ class GateBoard:
                 self._agreed[(site, group)] = next(iter(outcomes))
             if (site, group) in self._found:
                 continue
-            if len(outcomes) == 1 and len({s.key for s in here.values()}) > 1:
+            if len(outcomes) == 1 and len({s.key for s in here.values()}) > 1 and \
+                    not _decided(here):
                 self._found[(site, group)] = _latent(here, rec, group, _odd_one(here))
             elif len(outcomes) > 1 and agreed is not None:
                 changed = min(r for r, s in here.items() if s.outcome != agreed)
@@ -81,6 +82,20 @@ class GateBoard:
         """The latent gates, in the order they were first seen."""
         with self._lock:
             return list(self._found.values())
+
+
+def _decided(here: dict) -> bool:
+    """An or/and test one of whose parts gives the outcome alone on every member, with the
+    same operands: the parts whose operands differ decide nothing."""
+    parts = [s.parts for s in here.values()]
+    if not parts[0] or any(len(p) != len(parts[0]) for p in parts):
+        return False
+    want = parts[0][0] == "or"          # or: a part true everywhere; and: false everywhere
+    for i in range(1, len(parts[0])):
+        column = [p[i] for p in parts]
+        if all(c[0] is want for c in column) and len({c[1] for c in column}) == 1:
+            return True
+    return False
 
 
 def _odd_one(here: dict) -> int:

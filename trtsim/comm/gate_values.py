@@ -73,6 +73,47 @@ def eq_pairs(gate, operands) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+_SAFE = (ast.Name, ast.Attribute, ast.Subscript, ast.Constant, ast.Compare, ast.UnaryOp,
+         ast.BoolOp, ast.BinOp, ast.Load, ast.cmpop, ast.unaryop, ast.boolop, ast.operator)
+
+
+def _safe(node: ast.expr) -> bool:
+    """An expression that reads and compares values and calls nothing but ``len``."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            if not (isinstance(sub.func, ast.Name) and sub.func.id == "len"):
+                return False
+        elif not isinstance(sub, _SAFE + (ast.expr_context,)):
+            return False
+    return True
+
+
+def bool_parts(gate, operands) -> tuple | None:
+    """For a test that is an ``or``/``and`` of parts: ("or" | "and", ((code or None, operand
+    indices), ...)); None for any other test. A part true (``or``) or false (``and``) on
+    every member, with equal operands, decides the test alone: the other parts' operands
+    then decide nothing (``mine or not idle_skips`` with ``idle_skips=False``)."""
+    test = gate.test
+    if not isinstance(test, ast.BoolOp):
+        return None
+    out = []
+    for value in test.values:
+        span = ((value.lineno, value.col_offset), (value.end_lineno, value.end_col_offset))
+        inside = tuple(i for i, op in enumerate(operands)
+                       if span[0] <= (op.expr.lineno, op.expr.col_offset) < span[1])
+        code = compile(ast.Expression(body=value), "<gate part>", "eval") if _safe(value) \
+            else None
+        out.append((code, inside))
+    return ("or" if isinstance(test.op, ast.Or) else "and", tuple(out))
+
+
+def truth_of(value) -> bool | None:
+    """A value's truthiness where reading it runs no user code; else None."""
+    if type(value) in _PLAIN or isinstance(value, _CONTAINERS):
+        return bool(value)
+    return None
+
+
 def meanings(gate) -> tuple[str, ...]:
     """For each of the gate's operands, how it compares."""
     if gate.test is None:

@@ -21,7 +21,8 @@ import sys
 from typing import Any, NamedTuple
 
 from ..gates import Gate, gates_at
-from .gate_values import UNREADABLE, eq_pairs, key_of, meanings, text_of
+from .gate_values import (UNREADABLE, bool_parts, eq_pairs, key_of, meanings, text_of,
+                          truth_of)
 from .origin import _ENTRY, _LAYER_PARTS, _LAUNCH_FILE, _THROUGH, _short_path
 
 _STDLIB = os.path.dirname(os.__file__)
@@ -43,6 +44,7 @@ class Seen(NamedTuple):
     evaluation: int                 # the rank's n-th pass of this gate (1-based)
     path: str                       # the gate's file, in full
     shown: str = ""                 # the text, where values and operands were left behind
+    parts: tuple = ()               # an or/and test: (kind, (truth, key) per part)
 
     @property
     def text(self) -> str:
@@ -112,7 +114,7 @@ class GateWatch:
         local = None
         glob = frame.f_globals
         control, passes = self.control, self._passes
-        for gate, outcome, operands, means, site, readers, pairs in found:
+        for gate, outcome, operands, means, site, readers, pairs, parts in found:
             if gate.suppression is not None and gate.suppression.covers(rec.group_kind):
                 continue
             if local is None:
@@ -129,7 +131,8 @@ class GateWatch:
                 evaluation = self._evaluation(gate, site)
             iteration = rec.iteration if self._marked else evaluation
             seen.append(Seen(site, gate.condition, outcome, key, values, operands, iteration,
-                             evaluation, gate.path))
+                             evaluation, gate.path, "",
+                             _parts(parts, key, glob, local) if parts else ()))
 
     def _evaluation(self, gate: Gate, site: str) -> int:
         if self.control is not None:
@@ -145,7 +148,7 @@ def _entry(gate: Gate, line: int, col: int | None) -> tuple:
     operands, means = _in_source_order(gate)
     return (gate, bool(gate.outcome_at(line, col)), operands, means,
             f"{_short_path(gate.path)}:{gate.line}", tuple(map(_reader, operands)),
-            eq_pairs(gate, operands))
+            eq_pairs(gate, operands), bool_parts(gate, operands))
 
 
 def _in_source_order(gate: Gate) -> tuple[tuple, tuple]:
@@ -153,6 +156,21 @@ def _in_source_order(gate: Gate) -> tuple[tuple, tuple]:
     pairs = sorted(zip(gate.operands, meanings(gate)),
                    key=lambda p: (p[0].expr.lineno, p[0].expr.col_offset))
     return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+
+def _parts(parts: tuple, key: tuple, globals_: dict, locals_: dict) -> tuple:
+    """(kind, (truth, key of its operands) per part) of an or/and test, read in the frame."""
+    kind, pieces = parts
+    out = [kind]
+    for code, inside in pieces:
+        truth = None
+        if code is not None:
+            try:
+                truth = truth_of(eval(code, globals_, locals_))
+            except Exception:                           # noqa: BLE001 -- unbound, raising
+                truth = None
+        out.append((truth, tuple(key[i] for i in inside)))
+    return tuple(out)
 
 
 def _reader(operand):
