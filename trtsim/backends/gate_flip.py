@@ -21,7 +21,7 @@ from .run_ranks import run_ranks
 def aim_of(gate: LatentGate) -> FlipAim:
     """The evaluation a replay flips for ``gate``."""
     return FlipAim(gate.path, int(gate.site.rsplit(":", 1)[1]), gate.flip_rank,
-                   max(1, gate.evaluation))
+                   max(1, gate.evaluation), gate.col)
 
 
 def flip_one(instances: list, program: Callable, args: tuple, config: LaunchConfig,

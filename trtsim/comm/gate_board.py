@@ -30,15 +30,17 @@ class GateBoard:
 
     def __init__(self):
         self._pending: dict[tuple, dict[int, tuple]] = {}
-        self._found: dict[tuple, LatentGate] = {}         # (site, group) -> gate
-        self._agreed: dict[tuple, bool] = {}              # (site, group) -> first agreed outcome
+        self._found: dict[tuple, LatentGate] = {}         # ((site, condition), group) -> gate
+        self._agreed: dict[tuple, bool] = {}              # the same -> first agreed outcome
         self._lock = threading.Lock()
 
     def post(self, rec, rank: int, seen: list) -> None:
         """Rank ``rank`` reached ``rec`` past ``seen`` (Seen, innermost frame first)."""
         members = rec.group_ranks
         key = (rec.group_kind, members, rec.comm, rec.seq)
-        sig = tuple([(s.site, s.outcome, s.key) for s in seen])
+        # a gate is its site and condition: two gates may share a line (a comprehension's
+        # iteration and its filter)
+        sig = tuple([((s.site, s.condition), s.outcome, s.key) for s in seen])
         with self._lock:
             posts = self._pending.get(key)
             if posts is None:
@@ -60,10 +62,10 @@ class GateBoard:
         by_rank: dict[int, dict] = {r: {} for r in posts}
         for r, seen in posts.items():
             for s in seen:
-                by_rank[r].setdefault(s.site, s)
+                by_rank[r].setdefault((s.site, s.condition), s)
         group = tuple(sorted(posts))
         common = set.intersection(*(set(d) for d in by_rank.values()))
-        for site in sorted(common):
+        for site in sorted(common):             # (site, condition)
             here = {r: by_rank[r][site] for r in group}
             outcomes = {s.outcome for s in here.values()}
             agreed = self._agreed.get((site, group))
@@ -113,4 +115,5 @@ def _latent(here: dict, rec, group: tuple, flip_rank: int) -> LatentGate:
                       min(s.iteration for s in here.values()),
                       {r: s.text for r, s in here.items()},
                       {r: s.outcome for r, s in here.items()},
-                      flip_rank=flip_rank, evaluation=first.evaluation, path=first.path)
+                      flip_rank=flip_rank, evaluation=first.evaluation, path=first.path,
+                      col=first.col)

@@ -21,13 +21,14 @@ from .launch_config import NOT_GATED, in_package
 
 @dataclass(frozen=True)
 class FlipAim:
-    """Which evaluation a replay flips: the gate at ``path:line`` on global rank ``rank``,
-    its ``evaluation``-th (1-based)."""
+    """Which evaluation a replay flips: the gate at ``path:line`` (column ``col``) on global
+    rank ``rank``, its ``evaluation``-th (1-based)."""
 
     path: str
     line: int
     rank: int
     evaluation: int
+    col: int = 0
 
     def __post_init__(self) -> None:
         if self.line < 1 or self.rank < 0 or self.evaluation < 1:
@@ -42,7 +43,7 @@ class GateControl:
         self.aim = aim
         self.flipped = False
         self._counts: dict[tuple[int, int], int] = {}     # (rank, index) -> evaluations
-        self._latest: dict[tuple[int, str, int], int] = {}   # (rank, path, line) -> the same
+        self._latest: dict[tuple, int] = {}               # (rank, path, line, col) -> same
 
     def _count(self, index: int):
         dist = current()
@@ -50,11 +51,11 @@ class GateControl:
             return None, 0
         rank = dist.global_rank
         n = self._counts[(rank, index)] = self._counts.get((rank, index), 0) + 1
-        path, line, _ = self.sites[index]
-        self._latest[(rank, path, line)] = n
+        path, line, col = self.sites[index]
+        self._latest[(rank, path, line, col)] = n
         aim = self.aim
         hit = aim is not None and aim.rank == rank and aim.evaluation == n and \
-            aim.line == line and aim.path == path
+            aim.line == line and aim.col == col and aim.path == path
         if hit:
             self.flipped = True
         return hit, n
@@ -76,9 +77,9 @@ class GateControl:
             if not hit:
                 yield item
 
-    def evaluations(self, rank: int, path: str, line: int) -> int:
-        """How many times ``rank`` has evaluated the gate at ``path:line`` so far."""
-        return self._latest.get((rank, path, line), 0)
+    def evaluations(self, rank: int, path: str, line: int, col: int) -> int:
+        """How many times ``rank`` has evaluated the gate at ``path:line:col`` so far."""
+        return self._latest.get((rank, path, line, col), 0)
 
 
 @contextlib.contextmanager

@@ -45,6 +45,7 @@ class Seen(NamedTuple):
     path: str                       # the gate's file, in full
     shown: str = ""                 # the text, where values and operands were left behind
     parts: tuple = ()               # an or/and test: (kind, (truth, key) per part)
+    col: int = 0                    # the test's column (two gates may share a line)
 
     @property
     def text(self) -> str:
@@ -62,7 +63,7 @@ class GateWatch:
         self.rank, self.board, self.wrappers, self.control = rank, board, wrappers, control
         self._skip: dict[int, tuple] = {}        # id(code) -> (code, skipped)
         self._here: dict[tuple, tuple] = {}      # (id(code), lasti) -> (code, gates, outcomes)
-        self._passes: dict[str, int] = {}        # site -> passes observed (no control)
+        self._passes: dict[tuple, int] = {}      # (site, col) -> passes observed (no control)
         self._marked = False                     # an iteration was set: use it
 
     def observe(self, rec, depth: int = 1) -> None:
@@ -126,20 +127,22 @@ class GateWatch:
                     key[i] = values[i] is None
             key = tuple(key)
             if control is None:
-                evaluation = passes[site] = passes.get(site, 0) + 1
+                at = (site, gate.col)
+                evaluation = passes[at] = passes.get(at, 0) + 1
             else:
                 evaluation = self._evaluation(gate, site)
             iteration = rec.iteration if self._marked else evaluation
             seen.append(Seen(site, gate.condition, outcome, key, values, operands, iteration,
                              evaluation, gate.path, "",
-                             _parts(parts, key, glob, local) if parts else ()))
+                             _parts(parts, key, glob, local) if parts else (), gate.col))
 
     def _evaluation(self, gate: Gate, site: str) -> int:
         if self.control is not None:
-            n = self.control.evaluations(self.rank, gate.path, gate.line)
+            n = self.control.evaluations(self.rank, gate.path, gate.line, gate.col)
             if n:
                 return n
-        n = self._passes[site] = self._passes.get(site, 0) + 1
+        at = (site, gate.col)
+        n = self._passes[at] = self._passes.get(at, 0) + 1
         return n
 
 

@@ -34,6 +34,7 @@ class LatentGate:
     flip_rank: int = field(default=-1, compare=False)
     evaluation: int = field(default=0, compare=False)
     path: str = field(default="", compare=False, repr=False)     # the gate's file, in full
+    col: int = field(default=0, compare=False, repr=False)       # the test's column
 
     def __post_init__(self) -> None:
         if ":" not in self.site:
