@@ -281,3 +281,33 @@ def mpi_zero_token(schedule):
 
 GATE_LINES.update({name: _line_of(fn, f"# gate: {name}") for name, fn in (
     ("torch_zero_token", _torch_step), ("mpi_zero_token", _mpi_step))})
+
+
+# -- an outcome that changes at different iterations on different members ---------------------
+class Readiness:
+    """A rank's own notion of when a feature turns on (no operand shows it: a method)."""
+
+    def __init__(self, at: int):
+        self.at = at
+
+    def ready(self, step: int) -> bool:
+        return step >= self.at
+
+
+def _exchange(dist, value):
+    return dist.allreduce(value, label="exchange")
+
+
+def switch_steps(dist, steps, switch_at):
+    state = Readiness(switch_at[dist.global_rank])
+    out = []
+    for step in range(steps):
+        dist.set_iteration(step)
+        if state.ready(step):                             # gate: switch
+            out.append(_exchange(dist, 1.0))
+        else:
+            out.append(_exchange(dist, 0.0))
+    return out
+
+
+GATE_LINES["switch"] = _line_of(switch_steps, "# gate: switch")

@@ -105,3 +105,10 @@ def _crash_step(dist, n):
 
 def _crashing(dist, schedule):
     return [_crash_step(dist, s[dist.global_rank]) for s in schedule]
+
+
+def test_gate_whose_flip_reaches_the_same_collective_is_absorbed():
+    results = trtsim.launch(gp.switch_steps, tp=2, args=(5, [2, 3]), gates="flip")
+    assert results.latent == []
+    assert [(g.site.endswith(_site("switch")), g.flip) for g in results.absorbed] == [
+        (True, None)]

@@ -107,3 +107,13 @@ def test_gates_off_lists_nothing_and_bad_mode_is_refused():
         trtsim.launch(gp.dp_zero_token, tp=2, args=(BALANCED,), gates="sometimes")
     with pytest.raises(ValueError, match="gates_in"):
         trtsim.launch(gp.dp_zero_token, tp=2, args=(BALANCED,), gates_in="vllm")
+
+
+def test_outcome_changing_at_different_iterations_is_latent():
+    results = trtsim.launch(gp.switch_steps, tp=2, args=(5, [2, 3]), gates="observe")
+    assert [(g.site.endswith(_site("switch")), g.iteration, g.outcomes, g.flip_rank)
+            for g in results.latent] == [(True, 2, {0: True, 1: False}, 0)]
+
+
+def test_outcome_changing_at_the_same_iteration_everywhere_is_not():
+    assert trtsim.launch(gp.switch_steps, tp=2, args=(5, [2, 2]), gates="observe").latent == []
