@@ -31,10 +31,10 @@ def gates_per_call(fn) -> float:
     calls, gates = [0], [0]
     post = gate_board.GateBoard.post
 
-    def counting(self, rec, rank, seen):
+    def counting(self, rec, rank, sig, seen):
         calls[0] += 1
-        gates[0] += len(seen)
-        return post(self, rec, rank, seen)
+        gates[0] += len(sig)
+        return post(self, rec, rank, sig, seen)
     gate_board.GateBoard.post = counting
     try:
         fn("observe")

@@ -12,7 +12,8 @@ passed (by site):
   members agreed on it at earlier calls, and now reach the collective with different ones.
 
 One ``LatentGate`` per (site, group): the first iteration it showed. On inproc every rank
-posts here directly (one process); a lock keeps the threads of an intercepted launch apart.
+posts here directly (one process); a lock keeps the threads of an intercepted launch apart
+(greenlets take turns: they need none).
 The common case -- every member passed the same gates with the same outcomes and keys -- is
 one comparison of their signatures.
 """
@@ -22,50 +23,55 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
+from .gate_watch import Seen, seen_of
 from .latent_gate import LatentGate
 
 
 class GateBoard:
     """The launch's comparison of gate observations; ``latent()`` the result."""
 
-    def __init__(self):
+    def __init__(self, threads: bool = False):
         self._pending: dict[tuple, dict[int, tuple]] = {}
         self._found: dict[tuple, LatentGate] = {}         # ((site, condition), group) -> gate
         self._agreed: dict[tuple, bool] = {}              # the same -> first agreed outcome
         self._lock = threading.Lock()
+        if threads:                  # ranks as threads (intercepted torch): one post at a time
+            self.post = self._post_locked
 
-    def post(self, rec, rank: int, seen: list) -> None:
-        """Rank ``rank`` reached ``rec`` past ``seen`` (Seen, innermost frame first)."""
+    def _post_locked(self, rec, rank: int, sig: tuple, seen: list) -> None:
+        with self._lock:
+            GateBoard.post(self, rec, rank, sig, seen)
+
+    def post(self, rec, rank: int, sig: tuple, seen: list) -> None:
+        """Rank ``rank`` reached ``rec`` past the gates of ``sig`` ((gate identity, outcome,
+        key) each; a gate is its site, condition and column: two may share a line) and
+        ``seen`` (``gate_watch.observe``'s raw entries, or ``Seen``), innermost first."""
         members = rec.group_ranks
         key = (rec.group_kind, members, rec.comm, rec.seq)
-        # a gate is its site and condition: two gates may share a line (a comprehension's
-        # iteration and its filter)
-        sig = tuple([((s.site, s.condition), s.outcome, s.key) for s in seen])
-        with self._lock:
-            posts = self._pending.get(key)
-            if posts is None:
-                posts = self._pending[key] = {}
-            posts[rank] = (sig, seen)
-            if len(posts) < len(members):
-                return
-            del self._pending[key]
-            sigs = {p[0] for p in posts.values()}
-            if len(sigs) == 1:                # every member passed the same gates, equal
-                agreed = self._agreed
-                for site, outcome, _ in sig:
-                    if (site, members) not in agreed:
-                        agreed[(site, members)] = outcome
-                return
-            self._judge(rec, {r: p[1] for r, p in posts.items()})
+        posts = self._pending.get(key)
+        if posts is None:
+            posts = self._pending[key] = {}
+        posts[rank] = (sig, seen)
+        if len(posts) < len(members):
+            return
+        del self._pending[key]
+        if all(p[0] == sig for p in posts.values()):   # the same gates, equal: done
+            agreed = self._agreed
+            for ident, outcome, _ in sig:
+                if (ident, members) not in agreed:
+                    agreed[(ident, members)] = outcome
+            return
+        self._judge(rec, {r: [s if isinstance(s, Seen) else seen_of(s) for s in p[1]]
+                          for r, p in posts.items()})
 
     def _judge(self, rec, posts: dict[int, list]) -> None:
         by_rank: dict[int, dict] = {r: {} for r in posts}
         for r, seen in posts.items():
             for s in seen:
-                by_rank[r].setdefault((s.site, s.condition), s)
+                by_rank[r].setdefault((s.site, s.condition, s.col), s)
         group = tuple(sorted(posts))
         common = set.intersection(*(set(d) for d in by_rank.values()))
-        for site in sorted(common):             # (site, condition)
+        for site in sorted(common):             # (site, condition, col)
             here = {r: by_rank[r][site] for r in group}
             outcomes = {s.outcome for s in here.values()}
             agreed = self._agreed.get((site, group))

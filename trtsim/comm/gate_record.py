@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from ..safe_write import write_bytes
 from .gate_board import GateBoard
+from .gate_watch import seen_of
 from .latent_gate import LatentGate
 
 
@@ -33,12 +34,13 @@ class GateRecorder:
     """One rank's posts, in call order (``GateWatch``'s board on a process backend)."""
 
     def __init__(self):
-        self.rows: list[tuple[PostedCall, list]] = []
+        self.rows: list[tuple[PostedCall, tuple, list]] = []
 
-    def post(self, rec, rank: int, seen: list) -> None:
+    def post(self, rec, rank: int, sig: tuple, raw: list) -> None:
         call = PostedCall(rec.group_kind, rec.group_ranks, rec.comm, rec.seq, rec.call_name)
-        self.rows.append((call, [s._replace(values=(), operands=(), shown=s.text)
-                                 for s in seen]))
+        seen = [seen_of(r) for r in raw]
+        self.rows.append((call, sig, [s._replace(values=(), operands=(), shown=s.text)
+                                      for s in seen]))
 
     def save(self, folder: str, rank: int) -> None:
         """Write the posts where the launcher reads them."""
@@ -55,6 +57,6 @@ def judge_recorded(folder: str, ranks: int) -> list[LatentGate]:
             continue
         with open(path, "rb") as f:
             rows = pickle.load(f)
-        for call, seen in rows:
-            board.post(call, rank, seen)
+        for call, sig, seen in rows:
+            board.post(call, rank, sig, seen)
     return board.latent()

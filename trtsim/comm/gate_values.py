@@ -133,7 +133,8 @@ def _scalar(value):
         return None
 
 
-_PLAIN = frozenset({int, float, bool, str, bytes, type(None)})
+PLAIN = frozenset({int, float, bool, str, bytes, type(None)})   # compared as they are
+_PLAIN = PLAIN
 _CALLABLE = frozenset({type, types.BuiltinFunctionType, types.FunctionType, types.MethodType,
                        types.BuiltinMethodType, types.ModuleType})
 

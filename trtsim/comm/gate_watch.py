@@ -21,8 +21,8 @@ import sys
 from typing import Any, NamedTuple
 
 from ..gates import Gate, gates_at
-from .gate_values import (UNREADABLE, bool_parts, eq_pairs, key_of, meanings, text_of,
-                          truth_of)
+from .gate_values import (PLAIN as _PLAIN, UNREADABLE, bool_parts, eq_pairs, key_of,
+                          meanings, text_of, truth_of)
 from .origin import _ENTRY, _LAYER_PARTS, _LAUNCH_FILE, _THROUGH, _short_path
 
 _STDLIB = os.path.dirname(os.__file__)
@@ -67,23 +67,31 @@ class GateWatch:
         self._marked = False                     # an iteration was set: use it
 
     def observe(self, rec, depth: int = 1) -> None:
-        """Read the gates governing the call ``depth`` frames above this one, post them."""
+        """Read the gates governing the call ``depth`` frames above this one, post them:
+        the signature the members compare (gate, outcome, key), and per gate what a latent
+        one is made of (``Seen``, made by the board only when the signatures differ)."""
         frame = sys._getframe(depth + 1)
-        seen: list[Seen] = []
+        sig: list = []
+        raw: list = []
         if rec.iteration:
             self._marked = True
+        skip, here = self._skip, self._here
         while frame is not None:
             code = frame.f_code
             if code is _ENTRY:
                 break
-            hit = self._skip.get(id(code))
+            hit = skip.get(id(code))
             if hit is None or hit[0] is not code:
-                hit = self._skip[id(code)] = (code, self._skipped(frame))
-            if not hit[1] and not (frame.f_back is not None
-                                   and frame.f_back.f_code is _THROUGH):
-                self._read(frame, rec, seen)
+                hit = skip[id(code)] = (code, self._skipped(frame))
+            if not hit[1]:
+                found = here.get((id(code), frame.f_lasti))
+                if found is None or found[0] is not code:
+                    found = self._gates_here(frame)
+                if found[1] and not (frame.f_back is not None
+                                     and frame.f_back.f_code is _THROUGH):
+                    self._read(frame, found[1], rec, sig, raw)
             frame = frame.f_back
-        self.board.post(rec, self.rank, seen)
+        self.board.post(rec, self.rank, tuple(sig), raw)
 
     def _skipped(self, frame) -> bool:
         name = frame.f_code.co_filename
@@ -94,47 +102,39 @@ class GateWatch:
                 or any(module == w or module.startswith(w + ".") for w in self.wrappers))
 
     def _gates_here(self, frame) -> tuple:
+        """(code, the entries of the gates governing the frame's instruction), cached."""
         code, lasti = frame.f_code, frame.f_lasti
-        hit = self._here.get((id(code), lasti))
-        if hit is not None and hit[0] is code:
-            return hit[1]
         line, col = frame.f_lineno, None
         positions = list(code.co_positions())
         if 0 <= lasti // 2 < len(positions):
             pos = positions[lasti // 2]
             if pos[0] == line and pos[2] is not None:
                 col = pos[2]
-        found = tuple(_entry(g, line, col) for g in gates_at(code, line, col))
-        self._here[(id(code), lasti)] = (code, found)
+        found = self._here[(id(code), lasti)] = (
+            code, tuple(_entry(g, line, col) for g in gates_at(code, line, col)))
         return found
 
-    def _read(self, frame, rec, seen: list) -> None:
-        found = self._gates_here(frame)
-        if not found:
-            return
-        local = None
+    def _read(self, frame, found: tuple, rec, sig: list, raw: list) -> None:
+        local = frame.f_locals
         glob = frame.f_globals
-        control, passes = self.control, self._passes
-        for gate, outcome, operands, means, site, readers, pairs, parts in found:
+        control, passes, plain = self.control, self._passes, _PLAIN
+        for entry in found:
+            gate, outcome, means, ident, readers, pairs, parts = entry[:7]
             if gate.suppression is not None and gate.suppression.covers(rec.group_kind):
                 continue
-            if local is None:
-                local = frame.f_locals
             values = tuple([read(glob, local) for read in readers])
-            key = [key_of(v, m) for v, m in zip(values, means)]
+            key = [v if type(v) in plain else key_of(v, m) for v, m in zip(values, means)]
             for i, j in pairs:
                 if values[j] is None:
                     key[i] = values[i] is None
             key = tuple(key)
             if control is None:
-                at = (site, gate.col)
-                evaluation = passes[at] = passes.get(at, 0) + 1
+                evaluation = passes[ident] = passes.get(ident, 0) + 1
             else:
-                evaluation = self._evaluation(gate, site)
-            iteration = rec.iteration if self._marked else evaluation
-            seen.append(Seen(site, gate.condition, outcome, key, values, operands, iteration,
-                             evaluation, gate.path, "",
-                             _parts(parts, key, glob, local) if parts else (), gate.col))
+                evaluation = self._evaluation(gate, ident[0])
+            sig.append((ident, outcome, key))
+            raw.append((entry, key, values, rec.iteration if self._marked else evaluation,
+                        evaluation, _parts(parts, key, glob, local) if parts else ()))
 
     def _evaluation(self, gate: Gate, site: str) -> int:
         if self.control is not None:
@@ -147,11 +147,23 @@ class GateWatch:
 
 
 def _entry(gate: Gate, line: int, col: int | None) -> tuple:
-    """What a call at (line, col) reads of one gate, made once per instruction."""
+    """What a call at (line, col) reads of one gate, made once per instruction: the gate,
+    the outcome that lets it run, the operands' meanings, its identity (site, condition:
+    two gates may share a line), their readers, the ==/!= pairs, the or/and parts, and the
+    operands in source order."""
     operands, means = _in_source_order(gate)
-    return (gate, bool(gate.outcome_at(line, col)), operands, means,
-            f"{_short_path(gate.path)}:{gate.line}", tuple(map(_reader, operands)),
-            eq_pairs(gate, operands), bool_parts(gate, operands))
+    ident = (f"{_short_path(gate.path)}:{gate.line}", gate.condition, gate.col)
+    return (gate, bool(gate.outcome_at(line, col)), means, ident,
+            tuple(map(_reader, operands)), eq_pairs(gate, operands),
+            bool_parts(gate, operands), operands)
+
+
+def seen_of(raw: tuple) -> Seen:
+    """The ``Seen`` of one gate a rank passed (``observe``'s ``raw`` entry)."""
+    entry, key, values, iteration, evaluation, parts = raw
+    gate, outcome, _, ident = entry[:4]
+    return Seen(ident[0], gate.condition, outcome, key, values, entry[7], iteration,
+                evaluation, gate.path, "", parts, gate.col)
 
 
 def _in_source_order(gate: Gate) -> tuple[tuple, tuple]:
@@ -209,7 +221,7 @@ def watch_gates(dists: list, config, control=None, board=None):
         return None
     if board is None:
         from .gate_board import GateBoard
-        board = GateBoard()
+        board = GateBoard(threads="torch" in config.intercept)
     for d in dists:
         d.gates = GateWatch(d.global_rank, board, config.wrappers, control)
     return board
