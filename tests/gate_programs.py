@@ -1,5 +1,5 @@
-"""Rank programs shaped like the field's latent-gate hangs, each with its fixed version, and
-legal programs whose rank-local values never decide a collective.
+"""Rank programs shaped like the field's latent-gate hangs, each with its fixed version (the
+legal programs are in ``gate_legal_programs``).
 
 Every incident program reaches its collective through at least two helper frames, and is
 launched with inputs on which the ranks agree (no report): only the gate's operands differ.
@@ -10,11 +10,8 @@ checks the site against it).
 from __future__ import annotations
 
 import inspect
-import logging
 
 from trtsim import ReduceOp
-
-log = logging.getLogger("gate_programs")
 
 
 # -- vLLM #43547: a DP rank with zero tokens skips the DP all-reduce ---------------------------
@@ -166,68 +163,6 @@ def image_only_fixed(dist, images):
     for step in images:
         most = dist.allreduce(step[dist.global_rank], op=ReduceOp.MAX, label="any_image")
         out.append(_embed(dist, most))
-    return out
-
-
-# -- legal programs: rank-local values that decide no collective ------------------------------
-def _reduce(dist, x):
-    return dist.allreduce(x, label="payload")
-
-
-def rank_payloads(dist, steps):
-    return [_reduce(dist, float(dist.global_rank * 10 + i)) for i in range(steps)]
-
-
-def rank_zero_prints(dist, steps):
-    total = 0.0
-    for i in range(steps):
-        if dist.global_rank == 0:
-            print(f"step {i}")
-        total = _reduce(dist, total + dist.global_rank)
-    return total
-
-
-def _maybe_reduce(dist, x):
-    if dist.world_size == 1:
-        return x
-    return _reduce(dist, x)
-
-
-def world_size_early_exit(dist, steps):
-    return [_maybe_reduce(dist, float(dist.global_rank + i)) for i in range(steps)]
-
-
-def per_rank_logging(dist, steps):
-    for i in range(steps):
-        loss = float(dist.global_rank + i)
-        if loss > 100.0:
-            log.warning("rank %d loss %f", dist.global_rank, loss)
-        _reduce(dist, loss)
-    return True
-
-
-def equal_loops(dist, steps):
-    import torch
-    tensors = [torch.full((2,), float(dist.global_rank + i)) for i in range(steps)]
-    return [dist.allreduce(t, label="layer") for t in tensors]
-
-
-def root_broadcast(dist, steps):
-    out = []
-    for i in range(steps):
-        if dist.global_rank == 0:
-            out.append(dist.broadcast(f"name-{i}", root=0))
-        else:
-            out.append(dist.broadcast(None, root=0))
-    return out
-
-
-def suppressed(dist, schedule):
-    out = []
-    for step in schedule:
-        n = step[dist.global_rank]
-        if n > 0:  # trtsim: uniform(world) -- the schedule never gives a rank zero tokens
-            out.append(_reduce(dist, n))
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import trtsim
+from tests import gate_legal_programs as legal
 from tests import gate_programs as gp
 
 BALANCED = [[3, 5], [2, 2], [4, 4]]
@@ -61,9 +62,9 @@ def test_fixed_version_is_silent(name):
     assert trtsim.launch(fixed, args=(inputs,), gates="observe", **kw).latent == []
 
 
-@pytest.mark.parametrize("prog", [gp.rank_payloads, gp.rank_zero_prints,
-                                  gp.world_size_early_exit, gp.per_rank_logging,
-                                  gp.equal_loops, gp.root_broadcast])
+@pytest.mark.parametrize("prog", [legal.rank_payloads, legal.rank_zero_prints,
+                                  legal.world_size_early_exit, legal.per_rank_logging,
+                                  legal.equal_loops, legal.root_broadcast])
 def test_legal_program_lists_nothing(prog):
     results = trtsim.launch(prog, tp=2, pp=2, args=(3,), gates="observe")
     assert len(results) == 4
@@ -71,7 +72,7 @@ def test_legal_program_lists_nothing(prog):
 
 
 def test_gate_suppressed_in_the_source_is_silent():
-    assert trtsim.launch(gp.suppressed, tp=2, args=(BALANCED,), gates="observe").latent == []
+    assert trtsim.launch(legal.suppressed, tp=2, args=(BALANCED,), gates="observe").latent == []
 
 
 def test_gate_on_the_result_of_a_collective_is_never_latent():
