@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Callable
 
 from .guard.lockstep import summarize
+from .comm.latent_gate import LatentGate
 from .comm.launch_config import LaunchConfig
 from .backends.run_ranks import run_ranks
 from .layout.places import InstanceLayout
@@ -143,7 +144,7 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     outcome = run_ranks(instances, prog, args, config)
     if outcome.error is not None:
         raise outcome.error
-    latent, absorbed = outcome.latent, []
+    latent, absorbed = outcome.latent, list[LatentGate]()
     if config.gates == "flip" and latent:
         from .backends.gate_flip import flip_all
         latent, absorbed = flip_all(instances, prog, args, config, latent)

@@ -39,7 +39,8 @@ def flip_one(instances: list, program: Callable, args: tuple, config: LaunchConf
 def flip_all(instances: list, program: Callable, args: tuple, config: LaunchConfig,
              latent: list[LatentGate]) -> tuple[list[LatentGate], list[LatentGate]]:
     """(the gates whose flip gave a report, the gates whose flip was absorbed)."""
-    kept, absorbed = [], []
+    kept: list[LatentGate] = []
+    absorbed: list[LatentGate] = []
     for gate in latent:
         flipped = flip_one(instances, program, args, config, gate)
         (kept if flipped.flip is not None else absorbed).append(flipped)

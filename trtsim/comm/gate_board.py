@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 
-from .gate_watch import Seen, seen_of
+from .gate_seen import Seen, seen_of
 from .latent_gate import LatentGate
 
 
@@ -34,18 +34,21 @@ class GateBoard:
         self._pending: dict[tuple, dict[int, tuple]] = {}
         self._found: dict[tuple, LatentGate] = {}         # ((site, condition), group) -> gate
         self._agreed: dict[tuple, bool] = {}              # the same -> first agreed outcome
-        self._lock = threading.Lock()
-        if threads:                  # ranks as threads (intercepted torch): one post at a time
-            self.post = self._post_locked
-
-    def _post_locked(self, rec, rank: int, sig: tuple, seen: list) -> None:
-        with self._lock:
-            GateBoard.post(self, rec, rank, sig, seen)
+        # ranks as threads (intercepted torch): one post at a time; greenlets take turns
+        self._lock = threading.Lock() if threads else None
 
     def post(self, rec, rank: int, sig: tuple, seen: list) -> None:
         """Rank ``rank`` reached ``rec`` past the gates of ``sig`` ((gate identity, outcome,
         key) each; a gate is its site, condition and column: two may share a line) and
         ``seen`` (``gate_watch.observe``'s raw entries, or ``Seen``), innermost first."""
+        lock = self._lock
+        if lock is None:
+            self._post(rec, rank, sig, seen)
+        else:
+            with lock:
+                self._post(rec, rank, sig, seen)
+
+    def _post(self, rec, rank: int, sig: tuple, seen: list) -> None:
         members = rec.group_ranks
         key = (rec.group_kind, members, rec.comm, rec.seq)
         posts = self._pending.get(key)
@@ -87,9 +90,8 @@ class GateBoard:
                 self._found[(site, group)] = _latent(here, rec, group, changed)
 
     def latent(self) -> list[LatentGate]:
-        """The latent gates, in the order they were first seen."""
-        with self._lock:
-            return list(self._found.values())
+        """The latent gates, in the order they were first seen (after the ranks ran)."""
+        return list(self._found.values())
 
 
 def _decided(here: dict) -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ..safe_write import write_bytes
 from .gate_board import GateBoard
-from .gate_watch import seen_of
+from .gate_seen import seen_of
 from .latent_gate import LatentGate
 
 

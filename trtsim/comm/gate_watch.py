@@ -18,41 +18,16 @@ from __future__ import annotations
 import builtins
 import os
 import sys
-from typing import Any, NamedTuple
+from types import FrameType
+from typing import Any
 
 from ..gates import Gate, gates_at
 from .gate_values import (PLAIN as _PLAIN, UNREADABLE, bool_parts, eq_pairs, key_of,
-                          meanings, text_of, truth_of)
+                          meanings, truth_of)
 from .origin import _ENTRY, _LAYER_PARTS, _LAUNCH_FILE, _THROUGH, _short_path
 
 _STDLIB = os.path.dirname(os.__file__)
 _SKIPPED_PARTS = _LAYER_PARTS + ("/torch/", "/trtsim/gates/")
-
-
-class Seen(NamedTuple):
-    """One gate as one rank passed it: the outcome that let it reach the call, the operands'
-    comparison key and values (their text is made only for a latent gate), and the
-    iteration it counts as. A named tuple: one is made per gate per call."""
-
-    site: str
-    condition: str
-    outcome: bool
-    key: tuple
-    values: tuple
-    operands: tuple                 # the gate's Operand objects, in source order
-    iteration: int
-    evaluation: int                 # the rank's n-th pass of this gate (1-based)
-    path: str                       # the gate's file, in full
-    shown: str = ""                 # the text, where values and operands were left behind
-    parts: tuple = ()               # an or/and test: (kind, (truth, key) per part)
-    col: int = 0                    # the test's column (two gates may share a line)
-
-    @property
-    def text(self) -> str:
-        """The operands' values as LatentGate.values shows them."""
-        if self.shown:
-            return self.shown
-        return ", ".join(f"{op.text}={text_of(v)}" for op, v in zip(self.operands, self.values))
 
 
 class GateWatch:
@@ -70,7 +45,7 @@ class GateWatch:
         """Read the gates governing the call ``depth`` frames above this one, post them:
         the signature the members compare (gate, outcome, key), and per gate what a latent
         one is made of (``Seen``, made by the board only when the signatures differ)."""
-        frame = sys._getframe(depth + 1)
+        frame: FrameType | None = sys._getframe(depth + 1)
         sig: list = []
         raw: list = []
         if rec.iteration:
@@ -123,11 +98,11 @@ class GateWatch:
             if gate.suppression is not None and gate.suppression.covers(rec.group_kind):
                 continue
             values = tuple([read(glob, local) for read in readers])
-            key = [v if type(v) in plain else key_of(v, m) for v, m in zip(values, means)]
+            keys = [v if type(v) in plain else key_of(v, m) for v, m in zip(values, means)]
             for i, j in pairs:
                 if values[j] is None:
-                    key[i] = values[i] is None
-            key = tuple(key)
+                    keys[i] = values[i] is None
+            key = tuple(keys)
             if control is None:
                 evaluation = passes[ident] = passes.get(ident, 0) + 1
             else:
@@ -156,14 +131,6 @@ def _entry(gate: Gate, line: int, col: int | None) -> tuple:
     return (gate, bool(gate.outcome_at(line, col)), means, ident,
             tuple(map(_reader, operands)), eq_pairs(gate, operands),
             bool_parts(gate, operands), operands)
-
-
-def seen_of(raw: tuple) -> Seen:
-    """The ``Seen`` of one gate a rank passed (``observe``'s ``raw`` entry)."""
-    entry, key, values, iteration, evaluation, parts = raw
-    gate, outcome, _, ident = entry[:4]
-    return Seen(ident[0], gate.condition, outcome, key, values, entry[7], iteration,
-                evaluation, gate.path, "", parts, gate.col)
 
 
 def _in_source_order(gate: Gate) -> tuple[tuple, tuple]:

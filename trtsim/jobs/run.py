@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from ..calls.errors import CollectiveError, verdict_of
 from ..guard.lockstep import summarize
+from ..comm.latent_gate import LatentGate
 from ..comm.launch_config import LaunchConfig
 from ..backends.gate_flip import flip_all
 from ..backends.run_ranks import run_ranks
@@ -150,7 +151,7 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
                           default_clock_model(), s.iteration_marker, s.wrappers, s.intercept,
                           gates=s.gates, gates_in=PROGRAM_CODE if s.gates == "flip" else ())
     out = run_ranks(instances, program, (job,), config, progress=progress)
-    latent, absorbed = out.latent, []
+    latent, absorbed = out.latent, list[LatentGate]()
     if s.gates == "flip" and out.error is None and latent:
         latent, absorbed = flip_all(instances, program, (job,), config, latent)
     wall = time.perf_counter() - t0
