@@ -27,7 +27,8 @@ PERF = LAYOUT | {"perf"}
 TIMELINE = LAYOUT | {"timeline"}
 CALLS = LAYOUT | {"calls"}                    # the vocabulary: ops, records, errors, formats
 GUARD = CALLS | {"guard"}                     # the pure rules
-COMM = GUARD | TIMELINE | {"comm"}            # Distributed, origins, markers, LaunchConfig
+GATES = BASE | {"gates"}                      # the gate model: conditions found in source
+COMM = GUARD | TIMELINE | GATES | {"comm"}    # Distributed, origins, markers, LaunchConfig
 INTERCEPT = COMM | {"intercept"}              # torch.distributed and mpi4py stand-ins
 BACKENDS = INTERCEPT | {"backends"}           # inproc, spawned processes, torchrun, mpirun
 STATE = LAYOUT | {"state"}
@@ -43,7 +44,8 @@ ROOTS = SCENARIO | BACKENDS | {"jobs", "launching"}
 STRATEGIES = DISAGG | {"strategies"}          # the public hypothesis strategies
 ALLOWED = {
     "checks": BASE, "safe_write": BASE, "layout": LAYOUT, "perf": PERF, "timeline": TIMELINE,
-    "calls": CALLS, "guard": GUARD, "comm": COMM, "intercept": INTERCEPT, "backends": BACKENDS,
+    "calls": CALLS, "guard": GUARD, "gates": GATES, "comm": COMM, "intercept": INTERCEPT,
+    "backends": BACKENDS,
     "state": STATE, "kernels": KERNELS, "model": MODEL, "spec": SPEC, "disagg": DISAGG,
     "executor": EXECUTOR, "postmortem": POSTMORTEM, "scenario": SCENARIO,
     "launching": ROOTS - {"jobs"}, "jobs": ROOTS, "strategies": STRATEGIES,

@@ -5,7 +5,7 @@ in the same order, for the same purpose."""
 __all__ = ["Mapping", "Deployment", "InstanceSpec", "topologies", "topology", "Distributed",
            "Peer", "CallRecord", "ReduceOp", "launch", "LaunchResults", "collective_wrapper",
            "CollectiveError", "CollectiveMismatch", "CollectiveDeadlock", "CollectiveTimeout",
-           "RankFailed", "run", "explore"]
+           "RankFailed", "run", "explore", "LatentGate"]
 __version__ = "0.1.0"
 
 # Every public name loads on first use: `import trtsim` (and so the pytest plugin, which every
@@ -21,7 +21,7 @@ _HOMES = {
     "RankFailed": ".calls.errors",
     "ReduceOp": ".calls.reduce_op", "collective_wrapper": ".comm.origin",
     "launch": ".launching", "LaunchResults": ".launching", "run": ".jobs.run",
-    "explore": ".app.explore",
+    "explore": ".app.explore", "LatentGate": ".comm.latent_gate",
 }
 _MODULES = {"kernels": ".kernels", "spec": ".spec", "strategies": ".strategies"}
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import Callable
 
 from .guard.lockstep import summarize
+from .comm.latent_gate import LatentGate
 from .comm.launch_config import LaunchConfig
 from .backends.run_ranks import run_ranks
 from .layout.places import InstanceLayout
@@ -28,12 +29,27 @@ def default_clock_model() -> ClockModel:
 class LaunchResults(list):
     """``results[r]`` is global rank r's return value. ``divergence`` lists the legal
     cross-group divergence strict mode saw (what a lockstep assumption would trip over), as
-    ``RunResult.divergence`` does; ``notes`` what the backend chose and why."""
+    ``RunResult.divergence`` does; ``notes`` what the backend chose and why; ``latent`` the
+    latent gates (``gates="observe"``; with ``"flip"``, those whose flip gave a report) and
+    ``absorbed`` the gates whose flip gave none."""
 
-    def __init__(self, results, divergence: list[dict], notes: list[str]):
+    def __init__(self, results, divergence: list[dict], notes: list[str],
+                 latent: list | None = None, absorbed: list | None = None):
         super().__init__(results)
         self.divergence = divergence
         self.notes = notes
+        self._latent = list(latent or [])
+        self._absorbed = list(absorbed or [])
+
+    @property
+    def latent(self) -> list:
+        """The latent gates (``trtsim.LatentGate``): empty with ``gates="off"``."""
+        return self._latent
+
+    @property
+    def absorbed(self) -> list:
+        """With ``gates="flip"``: the latent gates whose flip gave no report."""
+        return self._absorbed
 
 
 class WithoutDist:
@@ -89,7 +105,8 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
            guard: str = "strict", seed: int = 0, *, deployment: "str | Deployment | None" = None,
            iteration_marker: str | None = None, wrappers: tuple[str, ...] = (),
            intercept: tuple[str, ...] = (), log_dir: str | None = None,
-           rank_local: tuple[str, ...] = ()) -> LaunchResults:
+           rank_local: tuple[str, ...] = (), gates: str = "off",
+           gates_in: tuple[str, ...] = ()) -> LaunchResults:
     """Run ``prog(dist, *args)`` on every rank of a tp x pp x cp instance, or of both
     instances of a ``deployment`` (a topology id or a Deployment: ctx ranks first, then gen;
     ``dist.role`` says which, ``trtsim.Peer`` reaches the other instance).
@@ -106,6 +123,12 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     ``rank_local=("vllm",)``: on inproc, where every rank shares this process, those
     modules' globals are each rank's own (frameworks keep their process groups there); the
     process backends give every rank its own process anyway.
+    ``gates="observe"``: list in ``results.latent`` each condition that decided whether a
+    group's members entered a collective and whose operands differ between them while its
+    outcome agrees (the gate one input away from a hang); ``gates="flip"``: then replay the
+    launch once per gate with its outcome flipped on one member, keeping in ``latent`` the
+    gates whose flip gave a report (``LatentGate.flip``) and in ``absorbed`` the rest.
+    ``gates_in=("vllm",)``: packages whose gates a flip controls, besides the program's module.
 
     Returns ``results`` with ``results[r]`` global rank r's return value, or raises the report:
     CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout.
@@ -113,10 +136,17 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     check_call(prog, args, attention_dp)
     config = LaunchConfig(backend, guard, seed, timeout, clock_model=default_clock_model(),
                           iteration_marker=iteration_marker, wrappers=wrappers,
-                          intercept=intercept, log_dir=log_dir, rank_local=rank_local)
+                          intercept=intercept, log_dir=log_dir, rank_local=rank_local,
+                          gates=gates, gates_in=gates_in)
     if config.intercept and _takes_no_dist(prog, args):
         prog = WithoutDist(prog)
-    outcome = run_ranks(instances_of(deployment, tp, pp, cp, attention_dp), prog, args, config)
+    instances = instances_of(deployment, tp, pp, cp, attention_dp)
+    outcome = run_ranks(instances, prog, args, config)
     if outcome.error is not None:
         raise outcome.error
-    return LaunchResults(outcome.results, summarize(outcome.divergences), outcome.notes)
+    latent, absorbed = outcome.latent, list[LatentGate]()
+    if config.gates == "flip" and latent:
+        from .backends.gate_flip import flip_all
+        latent, absorbed = flip_all(instances, prog, args, config, latent)
+    return LaunchResults(outcome.results, summarize(outcome.divergences), outcome.notes,
+                         latent, absorbed)

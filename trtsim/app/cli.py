@@ -44,6 +44,10 @@ def _add_run(sub) -> None:
     p.add_argument("--census-rows", action="store_true",
                    help="with --json: every census row (rank, iteration), not the summary")
     p.add_argument("--trace", metavar="FILE", help="write a Perfetto/Chrome trace of the run")
+    p.add_argument("--gates", choices=("off", "observe", "flip"), default=None,
+                   help="latent gates: observe lists each condition that decided a collective "
+                   "and differs by rank while the ranks agree; flip also replays each with its "
+                   "outcome flipped on one member (default: the scenario's gates key)")
     p.set_defaults(func=cmd_run)
 
 
@@ -72,6 +76,9 @@ def _add_explore(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="write the counterexample scenario here")
     p.add_argument("--json", metavar="FILE",
                    help="write the result as JSON (schema trtsim/explore, docs/JSON.md)")
+    p.add_argument("--flip-gates", action="store_true",
+                   help="run each variant with gates: flip, and count a latent gate whose "
+                   "flip gives a report as a violation (the counterexample keeps gates: flip)")
     p.set_defaults(func=cmd_explore)
 
 

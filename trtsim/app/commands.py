@@ -60,7 +60,10 @@ def cmd_run(args) -> int:
     from ..timeline.trace import write_trace
     from ..scenario.perf import PerfScenario
     from ..scenario.registry import load_any
-    scenario = load_any(args.scenario, parse_sets(args.set))
+    sets = parse_sets(args.set)
+    if getattr(args, "gates", None):
+        sets["gates"] = args.gates
+    scenario = load_any(args.scenario, sets)
     if args.census_rows and not args.json:
         raise BadInput("--census-rows: it selects what --json FILE writes; give --json too")
     if args.census_rows and isinstance(scenario, PerfScenario):
@@ -128,10 +131,13 @@ def cmd_explore(args) -> int:
     check_outputs([Output("--json", args.json), Output("--out", args.out, folder=True)], inputs)
     _hypothesis_home()
     _single_threaded_torch()
+    sets = parse_sets(args.set)
+    if getattr(args, "flip_gates", False):
+        sets["gates"] = "flip"
     with InterruptLatch() as latch, \
             Progress("explore", total=args.examples, check=latch.check) as progress:
         result = explore(args.scenario, examples=args.examples, seed=args.seed,
-                         vary=tuple(args.vary or ("topology",)), overrides=parse_sets(args.set),
+                         vary=tuple(args.vary or ("topology",)), overrides=sets,
                          out_dir=args.out, progress=progress, hunt=args.hunt)
     print(result.summary())
     if args.json:

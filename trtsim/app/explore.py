@@ -113,7 +113,8 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
             res = run(raw, overrides=variant)
         except ScenarioError:
             return False                                 # an impossible variant, not a finding
-        bad = is_violation(res.verdict, res.scenario.expect, res.kv_verified, hunt)
+        bad = is_violation(res.verdict, res.scenario.expect, res.kv_verified, hunt) or any(
+            g.flip is not None for g in res.latent)          # gates: flip (--flip-gates)
         counter["violations"] += bad
         if bad and counter["first"] is None:
             counter["first"] = counter["runs"]

@@ -79,7 +79,7 @@ def trtsim_explore():
 @pytest.fixture(scope="session")
 def trtsim_launch():
     """``trtsim_launch(prog, **launch_kwargs)``: the per-rank results, or the test fails
-    with the guard's report. Stateless, hence session-scoped (hypothesis's ``@given`` refuses
+    with the guard's report (``gates="observe"``: ``results.latent`` lists the latent gates). Stateless, hence session-scoped (hypothesis's ``@given`` refuses
     function-scoped fixtures)."""
     from ..calls.errors import CollectiveError
     from ..launching import launch

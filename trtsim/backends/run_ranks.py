@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import replace
 from typing import Callable
 
 from ..layout.places import InstanceLayout, group_table, rank_places
 from ..comm.launch_config import LaunchConfig, check_log_dir
+from ..comm.gate_record import judge_recorded
 from ..comm.launch_stamp import LaunchStamp
 from .inproc.world import InprocWorld
 from ..comm.outcome import LaunchOutcome
@@ -32,5 +34,12 @@ def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
         return outcome
     if config.log_dir is not None and config.launch is None:
         config = replace(config, launch=LaunchStamp.new())   # one stamp for every rank
-    return run_processes(places, program, tuple(args), config, groups, progress)
+    if config.gates == "off" or config.flip is not None:
+        return run_processes(places, program, tuple(args), config, groups, progress)
+    with tempfile.TemporaryDirectory(prefix="trtsim_gates_") as folder:
+        outcome = run_processes(places, program, tuple(args), replace(config, gate_dir=folder),
+                                groups, progress)
+        if outcome.error is None:
+            outcome.latent = judge_recorded(folder, len(places))
+    return outcome
 

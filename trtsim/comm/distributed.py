@@ -82,6 +82,9 @@ class Distributed(ArrayCalls):
         # What interception keeps for this rank (``intercept.rank_api.RankAPI.of`` makes it
         # on first use, and is the one place that sets it): comm knows nothing of its type.
         self.intercepted: object | None = None
+        # The launch's gate observer (``gate_watch.GateWatch``) when it asked for gates;
+        # None costs the hot path one attribute test.
+        self.gates = None
 
     # -- identity (TensorRT-LLM's properties) --------------------------------------------
     rank = property(lambda self: self.mapping.rank)
@@ -295,6 +298,8 @@ class Distributed(ArrayCalls):
                          api))
         census = (iteration, kind, label or api or op)
         self.census[census] = self.census.get(census, 0) + 1
+        if self.gates is not None:
+            self.gates.observe(rec)
         if run is None:
             return self._transport.collective(rec, payload)
         return self._transport.collective(rec, payload, run)

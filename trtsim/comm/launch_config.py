@@ -15,6 +15,11 @@ from .markers import resolve as resolve_marker
 
 BACKENDS = ("inproc", "gloo", "nccl", "torchrun")   # torchrun: this process is one rank
 INTERCEPTABLE = ("torch", "mpi")                    # the APIs a launch can guard unmodified
+GATE_MODES = ("off", "observe", "flip")             # latent gates: none, listed, proved
+# Code a flip never rewrites: torch's and trtsim's plumbing (the call's way down, not the
+# program's decisions). trtsim's runtime wings (executor, disagg, spec, jobs) are program code.
+NOT_GATED = ("torch", "trtsim.calls", "trtsim.guard", "trtsim.comm", "trtsim.intercept",
+             "trtsim.backends", "trtsim.gates", "trtsim.launching", "trtsim.app")
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,10 @@ class LaunchConfig:
     log_dir: str | None = None                      # processes: each rank's call log (call_log_format)
     rank_local: tuple[str, ...] = ()                # inproc: modules with per-rank globals
     launch: LaunchStamp | None = None               # the call logs' launch (run_ranks sets it)
+    gates: str = "off"                              # latent gates (comm.gate_watch)
+    gates_in: tuple[str, ...] = ()                  # packages whose gates a flip controls
+    flip: object | None = None                      # a flip replay's aim (comm.gate_control)
+    gate_dir: str | None = None                     # processes: where ranks write their gates
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -50,6 +59,9 @@ class LaunchConfig:
         object.__setattr__(self, "wrappers", tuple(self.wrappers))
         object.__setattr__(self, "intercept", check_intercept(self.intercept))
         object.__setattr__(self, "rank_local", check_rank_local(self.rank_local))
+        if self.gates not in GATE_MODES:
+            raise ValueError(f"gates={self.gates!r}; expected one of {', '.join(GATE_MODES)}")
+        object.__setattr__(self, "gates_in", check_gates_in(self.gates_in))
         if self.log_dir is not None:
             if not isinstance(self.log_dir, (str, os.PathLike)) or self.backend == "inproc":
                 raise ValueError(f"log_dir={self.log_dir!r}: a directory path, for the process "
@@ -95,6 +107,19 @@ def check_rank_local(prefixes) -> tuple[str, ...]:
                 "torch", "greenlet", "numpy"):
             raise ValueError(f"rank_local={tuple(prefixes)!r}: {p!r} holds state trtsim or "
                              "torch shares between ranks; name the framework's own package")
+    return tuple(prefixes)
+
+
+def check_gates_in(prefixes) -> tuple[str, ...]:
+    """``gates_in`` as a tuple of module or package names; ValueError naming a bad one."""
+    if isinstance(prefixes, str) or not isinstance(prefixes, (tuple, list)):
+        raise ValueError(f"gates_in={prefixes!r} must be a tuple of module or package names")
+    for p in prefixes:
+        if not isinstance(p, str) or not p or not all(x.isidentifier() for x in p.split(".")):
+            raise ValueError(f"gates_in={tuple(prefixes)!r}: {p!r} is not a module name")
+        if p == "trtsim" or in_package(p, NOT_GATED):
+            raise ValueError(f"gates_in={tuple(prefixes)!r}: {p!r} is torch's or trtsim's "
+                             "plumbing; name the program's packages")
     return tuple(prefixes)
 
 

@@ -21,3 +21,4 @@ class LaunchOutcome:
     extras: list[Any] = field(default_factory=list)        # per rank: backend-specific facts
     trace: list[tuple[int, CallRecord]] = field(default_factory=list)   # (step, record)
     clocks: list[list[tuple]] = field(default_factory=list)   # per rank: virtual-time events
+    latent: list = field(default_factory=list)             # LatentGate, with gates on

@@ -8,7 +8,9 @@ from typing import Any, Callable
 
 from ..calls.errors import CollectiveError, verdict_of
 from ..guard.lockstep import summarize
+from ..comm.latent_gate import LatentGate
 from ..comm.launch_config import LaunchConfig
+from ..backends.gate_flip import flip_all
 from ..backends.run_ranks import run_ranks
 from ..disagg.transceiver_config import DisaggPeers
 from ..executor.report import ExecutorReport
@@ -20,6 +22,10 @@ from .census import Census
 from .serving_job import ServingJob, serving_program
 from .transfer_job import (TransferJob, TransferReport, completed_everywhere, transfer_program,
                            verify_transfer)
+
+
+# trtsim's runtime wings run as the rank program of a scenario: a flip controls their gates
+PROGRAM_CODE = ("trtsim.executor", "trtsim.disagg", "trtsim.spec", "trtsim.jobs")
 
 
 @dataclass
@@ -38,6 +44,8 @@ class RunResult:
     wall_s: float = 0.0
     trace: list = field(default_factory=list)   # (scheduler step, CallRecord), with trace=True
     timeline: list = field(default_factory=list)  # per rank: virtual-time events
+    latent: list = field(default_factory=list)    # LatentGate (gates: observe or flip)
+    absorbed: list = field(default_factory=list)  # LatentGate flipped with no report (flip)
 
     @property
     def holds(self) -> bool:
@@ -56,6 +64,8 @@ class RunResult:
                 "error": self.error.to_dict() if self.error else None,
                 "metrics": self.metrics, "divergence": self.divergence, "notes": self.notes,
                 "problems": self.problems, "census": self.census.summary(),
+                "latent": [g.to_dict() for g in self.latent],
+                "absorbed": [g.to_dict() for g in self.absorbed],
                 **({"census_rows": self.census.to_dict()} if census_rows else {}),
                 "wall_s": self.wall_s}
 
@@ -89,6 +99,8 @@ class RunResult:
             verdict += f", kv verified: {self.kv_verified}"
         lines = [f"{s.name}: {dep.id} (ctx {dep.ctx.describe()}, gen {dep.gen.describe()}), "
                  f"backend {s.backend}, guard {s.guard}, seed {s.seed}", verdict]
+        lines += [g.line() for g in self.latent]
+        lines += [f"absorbed: {g.line()}" for g in self.absorbed]
         lines += [f"note: {n}" for n in self.notes]
         for d in self.divergence[:8]:
             times = f" (and in {d['iterations'] - 1} later iterations)" if d["iterations"] > 1 else ""
@@ -135,11 +147,13 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
                          s.speculative)
         program = serving_program
     t0 = time.perf_counter()
-    out = run_ranks(instances, program, (job,),
-                    LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays, trace,
-                                 default_clock_model(), s.iteration_marker, s.wrappers,
-                                 s.intercept),
-                    progress=progress)
+    config = LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays, trace,
+                          default_clock_model(), s.iteration_marker, s.wrappers, s.intercept,
+                          gates=s.gates, gates_in=PROGRAM_CODE if s.gates == "flip" else ())
+    out = run_ranks(instances, program, (job,), config, progress=progress)
+    latent, absorbed = out.latent, list[LatentGate]()
+    if s.gates == "flip" and out.error is None and latent:
+        latent, absorbed = flip_all(instances, program, (job,), config, latent)
     wall = time.perf_counter() - t0
     n_ctx = dep.ctx.world_size
     roles = ["ctx"] * n_ctx + ["gen"] * dep.gen.world_size
@@ -156,7 +170,7 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
             kv_verified, problems, metrics = _serving_metrics(results, n_ctx, s)
     return RunResult(s, verdict_of(out.error), out.error, metrics, census, kv_verified,
                      summarize(out.divergences), out.notes, problems, wall, out.trace,
-                     out.clocks)
+                     out.clocks, latent, absorbed)
 
 
 def _transfer_metrics(results: list[TransferReport], n_ctx: int) -> dict:

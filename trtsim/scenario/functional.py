@@ -16,7 +16,7 @@ from typing import Literal
 
 from ..checks import MAX_TIMEOUT_S, require_seconds
 from ..calls.errors import VERDICTS
-from ..comm.launch_config import INTERCEPTABLE, check_intercept
+from ..comm.launch_config import GATE_MODES, INTERCEPTABLE, check_intercept
 from ..guard.policy import GUARDS
 from ..comm.launch_config import BACKENDS
 from ..comm.markers import resolve as resolve_marker
@@ -96,6 +96,10 @@ class Scenario:
     intercept: tuple[str, ...] = field(default=(), metadata={
         "type": f"a list of {', '.join(INTERCEPTABLE)}",
         "help": "APIs whose direct calls in the ranks are guarded too (launch(intercept=...))"})
+    gates: Literal[GATE_MODES] = field(default="off", metadata={
+        "help": "latent gates: off; observe lists the conditions that decided a collective and "
+                "differ by rank while the ranks agree; flip also replays each with its "
+                "outcome flipped on one member (launch(gates=...))"})
     source: str = field(default="<dict>", metadata={"internal": True})
     raw: dict = field(default_factory=dict, compare=False, metadata={"internal": True})
 
@@ -114,7 +118,7 @@ def resolve(raw: dict, source: str) -> Scenario:
     check_keys(Scenario, raw, source)
     opts = {name: scalar(Scenario, name, raw, source)
             for name in ("description", "backend", "guard", "seed", "timeout", "expect",
-                         "iteration_marker")}
+                         "iteration_marker", "gates")}
     opts["wrappers"] = _wrappers(source, raw.get("wrappers", ()))
     apis = raw.get("intercept", ())
     try:

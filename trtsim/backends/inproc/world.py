@@ -28,6 +28,8 @@ from ...guard.waitfor import FAILED, RankState, deadlock_error, find_deadlock, t
 from ... import intercept
 from ...comm import markers
 from ...comm.current import bind
+from ...comm.gate_control import installed as gates_installed
+from ...comm.gate_watch import watch_gates
 from ...comm.origin import OriginFinder, call_rank_program, program_traceback, where_stopped
 from ...comm.outcome import LaunchOutcome
 from ...calls.records import CallRecord
@@ -148,6 +150,8 @@ class InprocWorld:
             if not self.threads:
                 stack.enter_context(Watchdog(self.config.timeout))
             stack.enter_context(markers.installed(self.config.iteration_marker))
+            board = watch_gates(dists, self.config,
+                                stack.enter_context(gates_installed(self.config, program)))
             interception = stack.enter_context(
                 intercept.installed(self.config.intercept, self._inproc_torch(stack)))
             modules = stack.enter_context(rank_local.installed(
@@ -167,7 +171,8 @@ class InprocWorld:
         return LaunchOutcome(results, error, [dict(d.census) for d in dists],
                              self.tracker.notes() if self.tracker else [],
                              notes=list(dict.fromkeys(n for d in dists for n in d.notes)),
-                             trace=self.trace or [], clocks=[c.events for c in self.clocks])
+                             trace=self.trace or [], clocks=[c.events for c in self.clocks],
+                             latent=board.latent() if board is not None else [])
 
     def _inproc_torch(self, stack: contextlib.ExitStack):
         """What intercepted torch.distributed gets on inproc: real c10d groups of trtsim's

@@ -25,6 +25,9 @@ from ...comm import markers
 from ...comm.current import bind
 from ...comm.distributed import Distributed, Transport
 from ...calls.errors import CollectiveError
+from ...comm.gate_control import installed as gates_installed
+from ...comm.gate_record import GateRecorder
+from ...comm.gate_watch import watch_gates
 from ...comm.origin import OriginFinder, call_rank_program
 from . import call_log_writer, logged
 from .ledger_contract import RankLedger
@@ -125,5 +128,11 @@ def run_program(dist: Distributed, config: LaunchConfig,
     with intercept.installed(config.intercept) as interception:
         interception.attach(dist)
         program, args = load()
-        with markers.installed(config.iteration_marker):
-            return call_rank_program(program, dist, args)
+        with markers.installed(config.iteration_marker), \
+                gates_installed(config, program) as control:
+            recorder = GateRecorder() if config.gate_dir is not None else None
+            watch_gates([dist], config, control, recorder)
+            result = call_rank_program(program, dist, args)
+            if recorder is not None and config.flip is None:
+                recorder.save(config.gate_dir, dist.global_rank)
+            return result

@@ -1,0 +1,47 @@
+"""The proof of a latent gate: the launch replayed with the gate's outcome flipped on one
+member, at the first evaluation it showed (``comm.gate_control``).
+
+Each replay runs with the observe run's seed and inputs. Its report -- the
+``CollectiveMismatch``/``CollectiveDeadlock`` that follows, or ``RankFailed`` when the flip
+crashes the program -- is the gate's ``flip``, its ``likely:`` line naming the gate's site and
+the flipped member; a replay with no report leaves the gate ``absorbed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from ..comm.gate_control import FlipAim
+from ..comm.latent_gate import LatentGate
+from ..comm.launch_config import LaunchConfig
+from .run_ranks import run_ranks
+
+
+def aim_of(gate: LatentGate) -> FlipAim:
+    """The evaluation a replay flips for ``gate``."""
+    return FlipAim(gate.path, int(gate.site.rsplit(":", 1)[1]), gate.flip_rank,
+                   max(1, gate.evaluation), gate.col)
+
+
+def flip_one(instances: list, program: Callable, args: tuple, config: LaunchConfig,
+             gate: LatentGate) -> LatentGate:
+    """``gate`` with the report its flip gave (``flip`` None: absorbed)."""
+    outcome = run_ranks(instances, program, args, replace(config, gates="flip",
+                                                           flip=aim_of(gate)))
+    error = outcome.error
+    if error is not None:
+        why = f"the gate at {gate.site} `{gate.condition}` flipped on rank {gate.flip_rank}"
+        error.explanation = f"{why} ({error.explanation})" if error.explanation else why
+    return gate.with_flip(error)
+
+
+def flip_all(instances: list, program: Callable, args: tuple, config: LaunchConfig,
+             latent: list[LatentGate]) -> tuple[list[LatentGate], list[LatentGate]]:
+    """(the gates whose flip gave a report, the gates whose flip was absorbed)."""
+    kept: list[LatentGate] = []
+    absorbed: list[LatentGate] = []
+    for gate in latent:
+        flipped = flip_one(instances, program, args, config, gate)
+        (kept if flipped.flip is not None else absorbed).append(flipped)
+    return kept, absorbed

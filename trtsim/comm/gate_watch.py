@@ -1,0 +1,194 @@
+"""The gates one rank passed on its way to a collective, read from its frames at the call.
+
+``Distributed.issue_collective`` hands each record to the rank's ``GateWatch`` (only when a
+launch asked for gates: the communicator's ``gates`` is None otherwise). The watch walks the
+frames between the rank program's entry and the call -- the program's own, not trtsim's
+plumbing (``origin._LAYER_PARTS``), torch's, the standard library's or a declared wrapper's
+-- and for each frame takes the gates (``trtsim.gates``) that govern the line it is at, with
+the outcome that let it run there, and the values of their operands read in the frame. A
+gate suppressed in the source (``# trtsim: uniform(tp) -- reason``) for the call's group is
+left out. The group's comparison is the launch's ``GateBoard``.
+
+Values are read at the call, not at the test: a name rebound between the two reads its new
+value (the rewritten code of ``gates="flip"`` reads them at the test).
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+from types import FrameType
+from typing import Any
+
+from ..gates import Gate, gates_at
+from .gate_values import (PLAIN as _PLAIN, UNREADABLE, bool_parts, eq_pairs, key_of,
+                          meanings, truth_of)
+from .origin import _ENTRY, _LAYER_PARTS, _LAUNCH_FILE, _THROUGH, _short_path
+
+_STDLIB = os.path.dirname(os.__file__)
+_SKIPPED_PARTS = _LAYER_PARTS + ("/torch/", "/trtsim/gates/")
+
+
+class GateWatch:
+    """One rank's gate observer; ``evaluations`` counts each gate's evaluations where the
+    rewritten code of a flip launch reports them (``GateControl``), else passes here."""
+
+    def __init__(self, rank: int, board, wrappers: tuple[str, ...] = (), control=None):
+        self.rank, self.board, self.wrappers, self.control = rank, board, wrappers, control
+        self._skip: dict[int, tuple] = {}        # id(code) -> (code, skipped)
+        self._here: dict[tuple, tuple] = {}      # (id(code), lasti) -> (code, gates, outcomes)
+        self._passes: dict[tuple, int] = {}      # (site, col) -> passes observed (no control)
+        self._marked = False                     # an iteration was set: use it
+
+    def observe(self, rec, depth: int = 1) -> None:
+        """Read the gates governing the call ``depth`` frames above this one, post them:
+        the signature the members compare (gate, outcome, key), and per gate what a latent
+        one is made of (``Seen``, made by the board only when the signatures differ)."""
+        frame: FrameType | None = sys._getframe(depth + 1)
+        sig: list = []
+        raw: list = []
+        if rec.iteration:
+            self._marked = True
+        skip, here = self._skip, self._here
+        while frame is not None:
+            code = frame.f_code
+            if code is _ENTRY:
+                break
+            hit = skip.get(id(code))
+            if hit is None or hit[0] is not code:
+                hit = skip[id(code)] = (code, self._skipped(frame))
+            if not hit[1]:
+                found = here.get((id(code), frame.f_lasti))
+                if found is None or found[0] is not code:
+                    found = self._gates_here(frame)
+                if found[1] and not (frame.f_back is not None
+                                     and frame.f_back.f_code is _THROUGH):
+                    self._read(frame, found[1], rec, sig, raw)
+            frame = frame.f_back
+        self.board.post(rec, self.rank, tuple(sig), raw)
+
+    def _skipped(self, frame) -> bool:
+        name = frame.f_code.co_filename
+        path = name.replace("\\", "/")
+        module = frame.f_globals.get("__name__", "")
+        return (name == _LAUNCH_FILE or name.startswith(_STDLIB) and "site-packages" not in path
+                or any(part in path for part in _SKIPPED_PARTS)
+                or any(module == w or module.startswith(w + ".") for w in self.wrappers))
+
+    def _gates_here(self, frame) -> tuple:
+        """(code, the entries of the gates governing the frame's instruction), cached."""
+        code, lasti = frame.f_code, frame.f_lasti
+        line, col = frame.f_lineno, None
+        positions = list(code.co_positions())
+        if 0 <= lasti // 2 < len(positions):
+            pos = positions[lasti // 2]
+            if pos[0] == line and pos[2] is not None:
+                col = pos[2]
+        found = self._here[(id(code), lasti)] = (
+            code, tuple(_entry(g, line, col) for g in gates_at(code, line, col)))
+        return found
+
+    def _read(self, frame, found: tuple, rec, sig: list, raw: list) -> None:
+        local = frame.f_locals
+        glob = frame.f_globals
+        control, passes, plain = self.control, self._passes, _PLAIN
+        for entry in found:
+            gate, outcome, means, ident, readers, pairs, parts = entry[:7]
+            if gate.suppression is not None and gate.suppression.covers(rec.group_kind):
+                continue
+            values = tuple([read(glob, local) for read in readers])
+            keys = [v if type(v) in plain else key_of(v, m) for v, m in zip(values, means)]
+            for i, j in pairs:
+                if values[j] is None:
+                    keys[i] = values[i] is None
+            key = tuple(keys)
+            if control is None:
+                evaluation = passes[ident] = passes.get(ident, 0) + 1
+            else:
+                evaluation = self._evaluation(gate, ident[0])
+            sig.append((ident, outcome, key))
+            raw.append((entry, key, values, rec.iteration if self._marked else evaluation,
+                        evaluation, _parts(parts, key, glob, local) if parts else ()))
+
+    def _evaluation(self, gate: Gate, site: str) -> int:
+        if self.control is not None:
+            n = self.control.evaluations(self.rank, gate.path, gate.line, gate.col)
+            if n:
+                return n
+        at = (site, gate.col)
+        n = self._passes[at] = self._passes.get(at, 0) + 1
+        return n
+
+
+def _entry(gate: Gate, line: int, col: int | None) -> tuple:
+    """What a call at (line, col) reads of one gate, made once per instruction: the gate,
+    the outcome that lets it run, the operands' meanings, its identity (site, condition:
+    two gates may share a line), their readers, the ==/!= pairs, the or/and parts, and the
+    operands in source order."""
+    operands, means = _in_source_order(gate)
+    ident = (f"{_short_path(gate.path)}:{gate.line}", gate.condition, gate.col)
+    return (gate, bool(gate.outcome_at(line, col)), means, ident,
+            tuple(map(_reader, operands)), eq_pairs(gate, operands),
+            bool_parts(gate, operands), operands)
+
+
+def _in_source_order(gate: Gate) -> tuple[tuple, tuple]:
+    """The gate's operands as the condition reads, left to right, with their meanings."""
+    pairs = sorted(zip(gate.operands, meanings(gate)),
+                   key=lambda p: (p[0].expr.lineno, p[0].expr.col_offset))
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
+
+
+def _parts(parts: tuple, key: tuple, globals_: dict, locals_: dict) -> tuple:
+    """(kind, (truth, key of its operands) per part) of an or/and test, read in the frame."""
+    kind, pieces = parts
+    out = [kind]
+    for code, inside in pieces:
+        truth = None
+        if code is not None:
+            try:
+                truth = truth_of(eval(code, globals_, locals_))
+            except Exception:                           # noqa: BLE001 -- unbound, raising
+                truth = None
+        out.append((truth, tuple(key[i] for i in inside)))
+    return tuple(out)
+
+
+def _reader(operand):
+    """A function reading ``operand`` in a frame's (globals, locals): a plain name by dict
+    lookups, anything else (attributes, constant subscripts, ``len``) by its compiled code."""
+    if operand.kind == "name":
+        name = operand.text
+        table = vars(builtins)
+
+        def read_name(globals_: dict, locals_: dict) -> Any:
+            if name in locals_:
+                return locals_[name]
+            if name in globals_:
+                return globals_[name]
+            return table.get(name, UNREADABLE)
+        return read_name
+    code = operand.code
+
+    def read(globals_: dict, locals_: dict) -> Any:
+        try:
+            return eval(code, globals_, locals_)
+        except Exception:                               # noqa: BLE001 -- unbound, raising
+            return UNREADABLE
+    return read
+
+
+def watch_gates(dists: list, config, control=None, board=None):
+    """Give each rank's communicator its watch when the launch asked for gates; the board
+    they share (None with ``gates="off"``, and in a flip's replay, which only flips).
+    ``board``: where the posts go (a process rank's ``GateRecorder``); default a new
+    ``GateBoard``."""
+    if config.gates == "off" or config.flip is not None:
+        return None
+    if board is None:
+        from .gate_board import GateBoard
+        board = GateBoard(threads="torch" in config.intercept)
+    for d in dists:
+        d.gates = GateWatch(d.global_rank, board, config.wrappers, control)
+    return board
