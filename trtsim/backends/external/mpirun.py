@@ -147,7 +147,7 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
     ending = JobEnding(ledger, rank, size, logger, stays=True, stay_s=config.timeout + 30)
     # every rank's watch: a report reaches a rank whose main thread is in the script's own
     # code or in a real MPI call; rank 0's also finds deadlocks, and keeps the deadline
-    guards = (_Monitor(ledger, places, logger, finds=rank == 0, grace=GRACE_S, ending=ending),
+    guards: tuple[_Monitor | Deadline, ...] = (_Monitor(ledger, places, logger, finds=rank == 0, grace=GRACE_S, ending=ending),
               *([Deadline(config.timeout, ledger, places, logger, ending)] if rank == 0 else []))
     script = os.path.abspath(job.script)
 
