@@ -135,7 +135,7 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
                      f"not reproduce (a verdict other than {expect})")
     # The scenario as written is the first variant (hypothesis's ``@example``, in effect):
     # a search of a few examples must not miss the layout the scenario itself names.
-    found = _as_written(raw, tuple(vary)) if violates({}) else None
+    found: dict | None = _as_written(raw, tuple(vary)) if violates({}) else None
     if found is None and examples > 1:
         found = _search(tuple(vary), examples - 1, seed, violates, notes)
     wall = lambda: time.monotonic() - counter["t0"]  # noqa: E731
@@ -157,7 +157,7 @@ def _as_written(raw: dict, vary: tuple[str, ...]) -> dict:
     out): the overrides that replay the scenario itself."""
     out = {}
     for key in vary:
-        node = raw
+        node: object = raw
         for part in key.split("."):
             node = node.get(part) if isinstance(node, dict) else None
         if node is not None:

@@ -75,7 +75,8 @@ def set_rank_vars(values: dict[str, str]) -> None:
 def rank_environ() -> Iterator[RankEnviron]:
     """``os.environ`` is a ``RankEnviron`` inside the block; the process's mapping after."""
     real = os.environ
-    proxy = os.environ = RankEnviron(real)
+    proxy = RankEnviron(real)
+    os.environ = proxy               # type: ignore[assignment]  # a mapping os.getenv reads
     try:
         yield proxy
     finally:
