@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 import trtsim
 from trtsim.calls import semantics
 from trtsim.calls.reduce_op import op_name, premultiplied
-from tests import torchlib_programs as P
+from tests import reduce_op_programs as P
 from tests.torchlib_checks import WORLD, launch, same
 
 FLOATS = st.lists(st.integers(-1000, 1000), min_size=1, max_size=6)

@@ -33,7 +33,7 @@ from ...comm.current import current
 from ...comm.scoped_install import Originals, current as current_install, scoped
 from . import by_name, funcol
 from .collectives import make_collective_functions
-from .groups import make_group_functions
+from .group_functions import make_group_functions
 from .p2p import make_p2p_functions
 
 UNSUPPORTED = ("split_group", "shrink_group")
