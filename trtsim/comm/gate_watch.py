@@ -16,6 +16,7 @@ value (the rewritten code of ``gates="flip"`` reads them at the test).
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import sys
 from types import FrameType
@@ -77,16 +78,12 @@ class GateWatch:
                 or any(module == w or module.startswith(w + ".") for w in self.wrappers))
 
     def _gates_here(self, frame) -> tuple:
-        """(code, the entries of the gates governing the frame's instruction), cached."""
+        """(code, the entries of the gates governing the frame's instruction), cached per
+        watch by the code's identity (cheap) over a cache shared by launches (by the code
+        object itself: hashing it hashes its bytecode, once per instruction and launch)."""
         code, lasti = frame.f_code, frame.f_lasti
-        line, col = frame.f_lineno, None
-        positions = list(code.co_positions())
-        if 0 <= lasti // 2 < len(positions):
-            pos = positions[lasti // 2]
-            if pos[0] == line and pos[2] is not None:
-                col = pos[2]
         found = self._here[(id(code), lasti)] = (
-            code, tuple(_entry(g, line, col) for g in gates_at(code, line, col)))
+            code, _entries(code, code.co_filename, lasti, frame.f_lineno))
         return found
 
     def _read(self, frame, found: tuple, rec, sig: list, raw: list) -> None:
@@ -119,6 +116,20 @@ class GateWatch:
         at = (site, gate.col)
         n = self._passes[at] = self._passes.get(at, 0) + 1
         return n
+
+
+@functools.lru_cache(maxsize=16384)
+def _entries(code, filename: str, lasti: int, line: int) -> tuple:
+    """The entries of the gates governing instruction ``lasti`` of ``code`` (at ``line``;
+    its column from the code's positions, for gates that share a line). ``filename`` is
+    part of the key: equal code objects of two files compare equal."""
+    col = None
+    positions = list(code.co_positions())
+    if 0 <= lasti // 2 < len(positions):
+        pos = positions[lasti // 2]
+        if pos[0] == line and pos[2] is not None:
+            col = pos[2]
+    return tuple(_entry(g, line, col) for g in gates_at(code, line, col))
 
 
 def _entry(gate: Gate, line: int, col: int | None) -> tuple:
