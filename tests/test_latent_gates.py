@@ -82,18 +82,22 @@ def test_gate_on_the_result_of_a_collective_is_never_latent():
     assert results.latent == []
 
 
-def test_torch_distributed_gate_is_listed():
+@pytest.mark.parametrize("gates", ["observe", "flip"])
+def test_torch_distributed_gate_is_listed(gates):
     results = trtsim.launch(gp.torch_zero_token, tp=2, intercept=("torch",),
-                            args=(BALANCED,), gates="observe")
+                            args=(BALANCED,), gates=gates)
     assert [(g.site.endswith(_site("torch_zero_token")), g.values) for g in results.latent] \
         == [(True, {0: "num_tokens=3", 1: "num_tokens=5"})]
+    assert all((g.flip is not None) == (gates == "flip") for g in results.latent)
 
 
-def test_mpi_gate_is_listed():
+@pytest.mark.parametrize("gates", ["observe", "flip"])
+def test_mpi_gate_is_listed(gates):
     pytest.importorskip("mpi4py")
     results = trtsim.launch(gp.mpi_zero_token, tp=2, intercept=("mpi",),
-                            args=(BALANCED,), gates="observe")
+                            args=(BALANCED,), gates=gates)
     assert [g.site.endswith(_site("mpi_zero_token")) for g in results.latent] == [True]
+    assert all((g.flip is not None) == (gates == "flip") for g in results.latent)
 
 
 def test_same_seed_same_gates():
