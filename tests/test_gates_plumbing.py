@@ -89,3 +89,9 @@ def test_gates_in_refuses_plumbing():
         with pytest.raises(ValueError, match="plumbing"):
             trtsim.launch(gp.dp_zero_token, tp=2, args=([[1, 1]],), gates="flip",
                           gates_in=(name,))
+
+
+def test_gates_under_torchrun_are_refused():
+    from trtsim.comm.launch_config import LaunchConfig
+    with pytest.raises(ValueError, match="torchrun"):
+        LaunchConfig(backend="torchrun", gates="observe")
