@@ -8,10 +8,10 @@ import inspect
 import pytest
 
 import trtsim
-from trtsim import CollectiveDeadlock, CollectiveMismatch
 from tests import gate_lib
 from tests import gate_programs as gp
 from tests.test_latent_gates import INCIDENTS, _site
+from trtsim import CollectiveDeadlock, CollectiveMismatch
 
 
 @pytest.mark.parametrize("name", sorted(INCIDENTS))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import trtsim
-from trtsim import CollectiveDeadlock, CollectiveMismatch
 from tests.test_latent_gates import INCIDENTS, _site
+from trtsim import CollectiveDeadlock, CollectiveMismatch
 
 
 @pytest.mark.parametrize("name", sorted(INCIDENTS))

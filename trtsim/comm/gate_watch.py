@@ -23,9 +23,9 @@ from types import FrameType
 from typing import Any
 
 from ..gates import Gate, gates_at
-from .gate_values import (PLAIN as _PLAIN, UNREADABLE, bool_parts, eq_pairs, key_of,
-                          meanings, truth_of)
-from .origin import _ENTRY, _LAYER_PARTS, _LAUNCH_FILE, _THROUGH, _short_path
+from .gate_values import PLAIN as _PLAIN
+from .gate_values import UNREADABLE, bool_parts, eq_pairs, key_of, meanings, truth_of
+from .origin import _ENTRY, _LAUNCH_FILE, _LAYER_PARTS, _THROUGH, _short_path
 
 _STDLIB = os.path.dirname(os.__file__)
 _SKIPPED_PARTS = _LAYER_PARTS + ("/torch/", "/trtsim/gates/")
