@@ -10,7 +10,7 @@ gate suppressed in the source (``# trtsim: uniform(tp) -- reason``) for the call
 left out. The group's comparison is the launch's ``GateBoard``.
 
 Values are read at the call, not at the test: a name rebound between the two reads its new
-value (the rewritten code of ``gates="flip"`` reads them at the test).
+value. Reading one runs no code of the program's but a property's, where an operand is one.
 """
 
 from __future__ import annotations
@@ -32,14 +32,15 @@ _SKIPPED_PARTS = _LAYER_PARTS + ("/torch/", "/trtsim/gates/")
 
 
 class GateWatch:
-    """One rank's gate observer; ``evaluations`` counts each gate's evaluations where the
-    rewritten code of a flip launch reports them (``GateControl``), else passes here."""
+    """One rank's gate observer. A gate's evaluation is counted by the rewritten code of a
+    flip launch (``GateControl``), else as the passes seen here (a gate governing two calls
+    of one evaluation counts twice: an iteration set by the program or a marker wins)."""
 
     def __init__(self, rank: int, board, wrappers: tuple[str, ...] = (), control=None):
         self.rank, self.board, self.wrappers, self.control = rank, board, wrappers, control
         self._skip: dict[int, tuple] = {}        # id(code) -> (code, skipped)
-        self._here: dict[tuple, tuple] = {}      # (id(code), lasti) -> (code, gates, outcomes)
-        self._passes: dict[tuple, int] = {}      # (site, col) -> passes observed (no control)
+        self._here: dict[tuple, tuple] = {}      # (id(code), lasti) -> (code, entries)
+        self._passes: dict[tuple, int] = {}      # gate identity -> passes seen (no control)
         self._marked = False                     # an iteration was set: use it
 
     def observe(self, rec, depth: int = 1) -> None:
@@ -103,18 +104,19 @@ class GateWatch:
             if control is None:
                 evaluation = passes[ident] = passes.get(ident, 0) + 1
             else:
-                evaluation = self._evaluation(gate, ident[0])
+                evaluation = self._evaluation(gate, ident)
             sig.append((ident, outcome, key))
             raw.append((entry, key, values, rec.iteration if self._marked else evaluation,
                         evaluation, _parts(parts, key, glob, local) if parts else ()))
 
-    def _evaluation(self, gate: Gate, site: str) -> int:
+    def _evaluation(self, gate: Gate, ident: tuple) -> int:
+        """The control's count of the gate's evaluations on this rank; passes seen here for
+        a gate outside the rewritten modules (torch's, a package not in ``gates_in``)."""
         if self.control is not None:
             n = self.control.evaluations(self.rank, gate.path, gate.line, gate.col)
             if n:
                 return n
-        at = (site, gate.col)
-        n = self._passes[at] = self._passes.get(at, 0) + 1
+        n = self._passes[ident] = self._passes.get(ident, 0) + 1
         return n
 
 
