@@ -43,6 +43,11 @@ class GateWatch:
         self._passes: dict[tuple, int] = {}      # gate identity -> passes seen (no control)
         self._marked = False                     # an iteration was set: use it
 
+    def on_iteration(self) -> None:
+        """The rank set an iteration (``set_iteration`` or a marker): gates count by it from
+        now on, iteration 0 included."""
+        self._marked = True
+
     def observe(self, rec, depth: int = 1) -> None:
         """Read the gates governing the call ``depth`` frames above this one, post them:
         the signature the members compare (gate, outcome, key), and per gate what a latent
@@ -50,8 +55,6 @@ class GateWatch:
         frame: FrameType | None = sys._getframe(depth + 1)
         sig: list = []
         raw: list = []
-        if rec.iteration:
-            self._marked = True
         skip, here = self._skip, self._here
         while frame is not None:
             code = frame.f_code
