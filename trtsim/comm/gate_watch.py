@@ -104,10 +104,12 @@ class GateWatch:
                 if values[j] is None:
                     keys[i] = values[i] is None
             key = tuple(keys)
-            if control is None:
-                evaluation = passes[ident] = passes.get(ident, 0) + 1
-            else:
+            if control is not None:
                 evaluation = self._evaluation(gate, ident)
+            elif self._marked:
+                evaluation = 0                   # counted only where no iteration is set
+            else:
+                evaluation = passes[ident] = passes.get(ident, 0) + 1
             sig.append((ident, outcome, key))
             raw.append((entry, key, values, rec.iteration if self._marked else evaluation,
                         evaluation, _parts(parts, key, glob, local) if parts else ()))
