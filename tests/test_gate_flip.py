@@ -8,10 +8,10 @@ import inspect
 import pytest
 
 import trtsim
-from trtsim import CollectiveDeadlock, CollectiveMismatch
 from tests import gate_lib
 from tests import gate_programs as gp
 from tests.test_latent_gates import INCIDENTS, _site
+from trtsim import CollectiveDeadlock, CollectiveMismatch
 
 
 @pytest.mark.parametrize("name", sorted(INCIDENTS))
@@ -112,3 +112,22 @@ def test_gate_whose_flip_reaches_the_same_collective_is_absorbed():
     assert results.latent == []
     assert [(g.site.endswith(_site("switch")), g.flip) for g in results.absorbed] == [
         (True, None)]
+
+
+def _lazy_program(dist, schedule):
+    import importlib
+    lib = importlib.import_module("tests.gate_lazy_lib")    # first imported in the ranks
+    return [lib.step(dist, s[dist.global_rank]) for s in schedule]
+
+
+def test_gates_of_a_module_first_imported_during_the_launch_are_flipped():
+    import sys
+    sys.modules.pop("tests.gate_lazy_lib", None)
+    results = trtsim.launch(_lazy_program, tp=2, args=([[3, 5]],), gates="flip",
+                            gates_in=("tests.gate_lazy_lib",))
+    assert [g.site.endswith("gate_lazy_lib.py:6") and g.flip is not None
+            for g in results.latent] == [True]
+    lib = sys.modules["tests.gate_lazy_lib"]
+    assert "__trtsim_gate__" not in lib.step.__code__.co_names
+    assert not hasattr(lib, "__trtsim_gate__")
+    assert not any(type(f).__name__ == "GateImporter" for f in sys.meta_path)

@@ -10,13 +10,13 @@ import sys
 import pytest
 
 import trtsim
-from trtsim.scenario.functional import ScenarioError, load_scenario
 from tests import gate_programs as gp
+from trtsim.scenario.functional import ScenarioError, load_scenario
 
 
 def _cli(*args):
     return subprocess.run([sys.executable, "-m", "trtsim", *args], capture_output=True,
-                          text=True, timeout=110)
+                          text=True, timeout=110, check=False)
 
 
 def test_cli_run_with_gates_observe_writes_latent(tmp_path):
@@ -89,3 +89,30 @@ def test_gates_in_refuses_plumbing():
         with pytest.raises(ValueError, match="plumbing"):
             trtsim.launch(gp.dp_zero_token, tp=2, args=([[1, 1]],), gates="flip",
                           gates_in=(name,))
+
+
+def test_gates_under_torchrun_are_refused():
+    from trtsim.comm.launch_config import LaunchConfig
+    with pytest.raises(ValueError, match="torchrun"):
+        LaunchConfig(backend="torchrun", gates="observe")
+
+
+def test_cli_run_flip_proves_the_sticky_flag_of_trtsims_own_transceiver(tmp_path):
+    # DESIGN 5.3's sticky flag with the guarded skip: the stages of a PP group open their first
+    # send session in different iterations (pp_handling: on_arrival) and still agree, since
+    # the guarded skip never skips with PP > 1; the flag is the latent gate, its flip the hang
+    out = tmp_path / "run.json"
+    proc = _cli("run", "executor_pp_on_arrival_unguarded", "--set",
+                "transceiver.sticky_skip=guarded", "--set", "expect=ok", "--gates", "flip",
+                "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(out.read_text())
+    assert doc["verdict"] == "ok" and doc["absorbed"] == []
+    assert [g["group_ranks"] for g in doc["latent"]] == [[0, 4], [1, 5], [2, 6], [3, 7]]
+    for gate in doc["latent"]:
+        assert gate["site"].startswith("trtsim/disagg/transceiver.py:")
+        assert "ever_had_send_session" in gate["condition"]
+        assert gate["flip"]["type"] == "CollectiveMismatch"
+        assert f"flipped on rank {gate['flip_rank']}" in gate["flip"]["explanation"]
+    printed = [line for line in proc.stdout.splitlines() if line.startswith("latent gate:")]
+    assert len(printed) == 4 and proc.stdout.index("verdict: ok") < proc.stdout.index(printed[0])

@@ -13,17 +13,17 @@ BALANCED = [[3, 5], [2, 2], [4, 4]]
 
 # name -> (program, launch keywords, inputs on which every rank agrees, the gate's operands)
 INCIDENTS = {
-    "dp_zero_token": (gp.dp_zero_token, gp.dp_zero_token_fixed, dict(tp=2, attention_dp=True),
+    "dp_zero_token": (gp.dp_zero_token, gp.dp_zero_token_fixed, {"tp": 2, "attention_dp": True},
                       BALANCED, {0: "num_tokens=3", 1: "num_tokens=5"}, "allreduce"),
-    "drafter_len": (gp.drafter_len, gp.drafter_len_fixed, dict(tp=2), [[40, 52], [41, 53]],
+    "drafter_len": (gp.drafter_len, gp.drafter_len_fixed, {"tp": 2}, [[40, 52], [41, 53]],
                     {0: "seq_len=40, num_spec=3, MAX_MODEL_LEN=64",
                      1: "seq_len=52, num_spec=3, MAX_MODEL_LEN=64"}, "tp_allgather"),
-    "free_kv_blocks": (gp.free_kv_blocks, gp.free_kv_blocks_fixed, dict(tp=2),
+    "free_kv_blocks": (gp.free_kv_blocks, gp.free_kv_blocks_fixed, {"tp": 2},
                        [[10, 12], [9, 9]], {0: "pool.free_blocks=10, needed=4",
                                             1: "pool.free_blocks=12, needed=4"}, "tp_allgather"),
-    "warmup": (gp.warmup, gp.warmup_fixed, dict(tp=2, pp=2), [[4, 6, 4, 4], [2, 2, 2, 2]],
+    "warmup": (gp.warmup, gp.warmup_fixed, {"tp": 2, "pp": 2}, [[4, 6, 4, 4], [2, 2, 2, 2]],
                None, "tp_allgather"),
-    "image_only": (gp.image_only, gp.image_only_fixed, dict(tp=2), [[1, 2], [1, 1]],
+    "image_only": (gp.image_only, gp.image_only_fixed, {"tp": 2}, [[1, 2], [1, 1]],
                    {0: "n_images=1", 1: "n_images=2"}, "allreduce"),
 }
 
@@ -82,18 +82,22 @@ def test_gate_on_the_result_of_a_collective_is_never_latent():
     assert results.latent == []
 
 
-def test_torch_distributed_gate_is_listed():
+@pytest.mark.parametrize("gates", ["observe", "flip"])
+def test_torch_distributed_gate_is_listed(gates):
     results = trtsim.launch(gp.torch_zero_token, tp=2, intercept=("torch",),
-                            args=(BALANCED,), gates="observe")
+                            args=(BALANCED,), gates=gates)
     assert [(g.site.endswith(_site("torch_zero_token")), g.values) for g in results.latent] \
         == [(True, {0: "num_tokens=3", 1: "num_tokens=5"})]
+    assert all((g.flip is not None) == (gates == "flip") for g in results.latent)
 
 
-def test_mpi_gate_is_listed():
+@pytest.mark.parametrize("gates", ["observe", "flip"])
+def test_mpi_gate_is_listed(gates):
     pytest.importorskip("mpi4py")
     results = trtsim.launch(gp.mpi_zero_token, tp=2, intercept=("mpi",),
-                            args=(BALANCED,), gates="observe")
+                            args=(BALANCED,), gates=gates)
     assert [g.site.endswith(_site("mpi_zero_token")) for g in results.latent] == [True]
+    assert all((g.flip is not None) == (gates == "flip") for g in results.latent)
 
 
 def test_same_seed_same_gates():

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import trtsim
-from trtsim import CollectiveDeadlock, CollectiveMismatch
 from tests.test_latent_gates import INCIDENTS, _site
+from trtsim import CollectiveDeadlock, CollectiveMismatch
 
 
 @pytest.mark.parametrize("name", sorted(INCIDENTS))
@@ -29,3 +29,12 @@ def test_gloo_fixed_version_is_silent(name):
     _, fixed, kw, inputs, _, _ = INCIDENTS[name]
     results = trtsim.launch(fixed, args=(inputs,), gates="observe", backend="gloo", **kw)
     assert results.latent == []
+
+
+def test_gloo_intercepted_torch_gate_is_listed_and_flipped():
+    from tests import gate_programs as gp
+    results = trtsim.launch(gp.torch_zero_token, tp=2, intercept=("torch",), backend="gloo",
+                            args=([[3, 5], [2, 2]],), gates="flip")
+    assert [(g.site.endswith(_site("torch_zero_token")), g.values) for g in results.latent] \
+        == [(True, {0: "num_tokens=3", 1: "num_tokens=5"})]
+    assert isinstance(results.latent[0].flip, (CollectiveMismatch, CollectiveDeadlock))

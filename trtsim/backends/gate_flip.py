@@ -9,8 +9,8 @@ the flipped member; a replay with no report leaves the gate ``absorbed``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from ..comm.gate_control import FlipAim
 from ..comm.latent_gate import LatentGate

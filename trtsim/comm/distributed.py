@@ -155,6 +155,8 @@ class Distributed(ArrayCalls):
         """The executor's iteration counter; every later call record carries it."""
         self._iteration = int(iteration)
         self._transport.set_iteration(self._iteration)
+        if self.gates is not None:
+            self.gates.on_iteration()
 
     # -- gathers -------------------------------------------------------------------------
     def allgather(self, obj, *, label: str | None = None) -> list:

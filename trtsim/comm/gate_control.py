@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from .current import current
+from .gate_import import GateImporter
 from .gate_rewrite import module_of, restore, rewrite_module
 from .launch_config import NOT_GATED, in_package
 
@@ -85,7 +86,8 @@ class GateControl:
 @contextlib.contextmanager
 def installed(config, program):
     """With ``gates="flip"``: the program's module and the ``gates_in`` packages rewritten
-    for the launch (restored after), and their control; else None."""
+    for the launch (restored after), those the ranks import during it through an import
+    hook (``gate_import``), and their control; else None."""
     if config.gates != "flip":
         yield None
         return
@@ -96,11 +98,18 @@ def installed(config, program):
         names.add(home)
     names.update(n for n in list(sys.modules) if in_package(n, config.gates_in))
     swapped: list = []
+    importer = GateImporter(config.gates_in, control.sites, control) if config.gates_in \
+        else None
     try:
         for name in sorted(names):
             module = sys.modules.get(name)
             if module is not None and name != "trtsim" and not in_package(name, NOT_GATED):
                 swapped += rewrite_module(module, control.sites, control)
+        if importer is not None:
+            sys.meta_path.insert(0, importer)
         yield control
     finally:
         restore(swapped)
+        if importer is not None:
+            sys.meta_path.remove(importer)
+            importer.undo()

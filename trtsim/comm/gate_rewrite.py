@@ -92,32 +92,51 @@ def _functions(namespace: dict, path: str, seen: set):
             value = getattr(value, "__wrapped__", None)
 
 
+def compile_source(source, path: str, sites: list | None) -> types.CodeType | None:
+    """A module's code compiled from ``source`` under its own path, with every gate wrapped
+    (``sites`` gets their places) or, with ``sites`` None, as written; None if it does not
+    parse."""
+    try:
+        tree = ast.parse(source, path)
+    except (SyntaxError, ValueError):
+        return None
+    if sites is not None:
+        start = len(sites)
+        tree = _Wrap(path, sites).visit(tree)
+        ast.fix_missing_locations(tree)
+    try:
+        return compile(tree, path, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        if sites is not None:
+            del sites[start:]
+        return None
+
+
+def swap_codes(module: types.ModuleType, code: types.CodeType) -> list:
+    """Give the module's functions the code of the same name and first line in ``code``;
+    the (function, old code) pairs."""
+    path = code.co_filename
+    new = _codes(code, {})
+    swapped = []
+    for fn in _functions(vars(module), path, set()):
+        old = fn.__code__
+        fresh = new.get((old.co_qualname, old.co_firstlineno))
+        if fresh is not None and fresh.co_freevars == old.co_freevars and fresh is not old:
+            swapped.append((fn, old))
+            fn.__code__ = fresh
+    return swapped
+
+
 def rewrite_module(module: types.ModuleType, sites: list, control) -> list:
     """Rewrite ``module``'s gates in place; the (function, old code) pairs to restore.
     A module without readable Python source is left as it is."""
     path = getattr(module, "__file__", None)
     if not path or not path.endswith(".py"):
         return []
-    text = "".join(linecache.getlines(path))
-    try:
-        tree = ast.parse(text, path)
-    except (SyntaxError, ValueError):
+    code = compile_source("".join(linecache.getlines(path)), path, sites)
+    if code is None:
         return []
-    start = len(sites)
-    tree = _Wrap(path, sites).visit(tree)
-    ast.fix_missing_locations(tree)
-    try:
-        new = _codes(compile(tree, path, "exec", dont_inherit=True), {})
-    except (SyntaxError, ValueError):
-        del sites[start:]
-        return []
-    swapped = []
-    for fn in _functions(vars(module), path, set()):
-        code = fn.__code__
-        fresh = new.get((code.co_qualname, code.co_firstlineno))
-        if fresh is not None and fresh.co_freevars == code.co_freevars and fresh is not code:
-            swapped.append((fn, code))
-            fn.__code__ = fresh
+    swapped = swap_codes(module, code)
     namespace = vars(module)
     namespace[GATE_FN], namespace[LOOP_FN] = control.gate, control.loop
     swapped.append((module, None))

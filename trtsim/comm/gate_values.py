@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import enum
 import functools
+import itertools
 import numbers
 import types
 
@@ -44,7 +45,7 @@ def _meanings(test: ast.expr) -> dict[str, str]:
     for node in ast.walk(test):
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
-            for op, (a, b) in zip(node.ops, zip(sides, sides[1:])):
+            for op, (a, b) in zip(node.ops, itertools.pairwise(sides)):
                 if isinstance(op, (ast.Is, ast.IsNot)):
                     for x, y in ((a, b), (b, a)):
                         if isinstance(y, ast.Constant) and y.value is None:
@@ -66,7 +67,7 @@ def eq_pairs(gate, operands) -> tuple[tuple[int, int], ...]:
     for node in ast.walk(gate.test):
         if isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
-            for op, (a, b) in zip(node.ops, zip(sides, sides[1:])):
+            for op, (a, b) in zip(node.ops, itertools.pairwise(sides)):
                 ia, ib = index.get(ast.unparse(a)), index.get(ast.unparse(b))
                 if isinstance(op, (ast.Eq, ast.NotEq)) and ia is not None and ib is not None:
                     out += [(ia, ib), (ib, ia)]
@@ -168,9 +169,7 @@ def key_of(value, meaning: str):
 
 def text_of(value) -> str:
     """A short text of a value as LatentGate.values shows it."""
-    if value is None or isinstance(value, (bool, numbers.Number, enum.Enum)):
-        text = repr(value)
-    elif isinstance(value, (str, bytes)):
+    if value is None or isinstance(value, (bool, numbers.Number, enum.Enum, str, bytes)):
         text = repr(value)
     elif isinstance(value, _CONTAINERS):
         text = f"<{type(value).__name__} of {len(value)}>"

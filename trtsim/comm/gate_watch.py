@@ -10,36 +10,43 @@ gate suppressed in the source (``# trtsim: uniform(tp) -- reason``) for the call
 left out. The group's comparison is the launch's ``GateBoard``.
 
 Values are read at the call, not at the test: a name rebound between the two reads its new
-value (the rewritten code of ``gates="flip"`` reads them at the test).
+value. Reading one runs no code of the program's but a property's, where an operand is one.
 """
 
 from __future__ import annotations
 
 import builtins
+import functools
 import os
 import sys
 from types import FrameType
 from typing import Any
 
 from ..gates import Gate, gates_at
-from .gate_values import (PLAIN as _PLAIN, UNREADABLE, bool_parts, eq_pairs, key_of,
-                          meanings, truth_of)
-from .origin import _ENTRY, _LAYER_PARTS, _LAUNCH_FILE, _THROUGH, _short_path
+from .gate_values import PLAIN as _PLAIN
+from .gate_values import UNREADABLE, bool_parts, eq_pairs, key_of, meanings, truth_of
+from .origin import _ENTRY, _LAUNCH_FILE, _LAYER_PARTS, _THROUGH, _short_path
 
 _STDLIB = os.path.dirname(os.__file__)
 _SKIPPED_PARTS = _LAYER_PARTS + ("/torch/", "/trtsim/gates/")
 
 
 class GateWatch:
-    """One rank's gate observer; ``evaluations`` counts each gate's evaluations where the
-    rewritten code of a flip launch reports them (``GateControl``), else passes here."""
+    """One rank's gate observer. A gate's evaluation is counted by the rewritten code of a
+    flip launch (``GateControl``), else as the passes seen here (a gate governing two calls
+    of one evaluation counts twice: an iteration set by the program or a marker wins)."""
 
     def __init__(self, rank: int, board, wrappers: tuple[str, ...] = (), control=None):
         self.rank, self.board, self.wrappers, self.control = rank, board, wrappers, control
         self._skip: dict[int, tuple] = {}        # id(code) -> (code, skipped)
-        self._here: dict[tuple, tuple] = {}      # (id(code), lasti) -> (code, gates, outcomes)
-        self._passes: dict[tuple, int] = {}      # (site, col) -> passes observed (no control)
+        self._here: dict[tuple, tuple] = {}      # (id(code), lasti) -> (code, entries)
+        self._passes: dict[tuple, int] = {}      # gate identity -> passes seen (no control)
         self._marked = False                     # an iteration was set: use it
+
+    def on_iteration(self) -> None:
+        """The rank set an iteration (``set_iteration`` or a marker): gates count by it from
+        now on, iteration 0 included."""
+        self._marked = True
 
     def observe(self, rec, depth: int = 1) -> None:
         """Read the gates governing the call ``depth`` frames above this one, post them:
@@ -48,8 +55,6 @@ class GateWatch:
         frame: FrameType | None = sys._getframe(depth + 1)
         sig: list = []
         raw: list = []
-        if rec.iteration:
-            self._marked = True
         skip, here = self._skip, self._here
         while frame is not None:
             code = frame.f_code
@@ -77,16 +82,12 @@ class GateWatch:
                 or any(module == w or module.startswith(w + ".") for w in self.wrappers))
 
     def _gates_here(self, frame) -> tuple:
-        """(code, the entries of the gates governing the frame's instruction), cached."""
+        """(code, the entries of the gates governing the frame's instruction), cached per
+        watch by the code's identity (cheap) over a cache shared by launches (by the code
+        object itself: hashing it hashes its bytecode, once per instruction and launch)."""
         code, lasti = frame.f_code, frame.f_lasti
-        line, col = frame.f_lineno, None
-        positions = list(code.co_positions())
-        if 0 <= lasti // 2 < len(positions):
-            pos = positions[lasti // 2]
-            if pos[0] == line and pos[2] is not None:
-                col = pos[2]
         found = self._here[(id(code), lasti)] = (
-            code, tuple(_entry(g, line, col) for g in gates_at(code, line, col)))
+            code, _entries(code, code.co_filename, lasti, frame.f_lineno))
         return found
 
     def _read(self, frame, found: tuple, rec, sig: list, raw: list) -> None:
@@ -103,22 +104,39 @@ class GateWatch:
                 if values[j] is None:
                     keys[i] = values[i] is None
             key = tuple(keys)
-            if control is None:
-                evaluation = passes[ident] = passes.get(ident, 0) + 1
+            if control is not None:
+                evaluation = self._evaluation(gate, ident)
+            elif self._marked:
+                evaluation = 0                   # counted only where no iteration is set
             else:
-                evaluation = self._evaluation(gate, ident[0])
+                evaluation = passes[ident] = passes.get(ident, 0) + 1
             sig.append((ident, outcome, key))
             raw.append((entry, key, values, rec.iteration if self._marked else evaluation,
                         evaluation, _parts(parts, key, glob, local) if parts else ()))
 
-    def _evaluation(self, gate: Gate, site: str) -> int:
+    def _evaluation(self, gate: Gate, ident: tuple) -> int:
+        """The control's count of the gate's evaluations on this rank; passes seen here for
+        a gate outside the rewritten modules (torch's, a package not in ``gates_in``)."""
         if self.control is not None:
             n = self.control.evaluations(self.rank, gate.path, gate.line, gate.col)
             if n:
                 return n
-        at = (site, gate.col)
-        n = self._passes[at] = self._passes.get(at, 0) + 1
+        n = self._passes[ident] = self._passes.get(ident, 0) + 1
         return n
+
+
+@functools.lru_cache(maxsize=16384)
+def _entries(code, filename: str, lasti: int, line: int) -> tuple:
+    """The entries of the gates governing instruction ``lasti`` of ``code`` (at ``line``;
+    its column from the code's positions, for gates that share a line). ``filename`` is
+    part of the key: equal code objects of two files compare equal."""
+    col = None
+    positions = list(code.co_positions())
+    if 0 <= lasti // 2 < len(positions):
+        pos = positions[lasti // 2]
+        if pos[0] == line and pos[2] is not None:
+            col = pos[2]
+    return tuple(_entry(g, line, col) for g in gates_at(code, line, col))
 
 
 def _entry(gate: Gate, line: int, col: int | None) -> tuple:

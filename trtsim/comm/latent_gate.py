@@ -48,7 +48,7 @@ class LatentGate:
         if self.flip is not None and not isinstance(self.flip, CollectiveError):
             raise ValueError(f"flip={self.flip!r} must be a CollectiveError or None")
 
-    def with_flip(self, report: CollectiveError | None) -> "LatentGate":
+    def with_flip(self, report: CollectiveError | None) -> LatentGate:
         """This gate with the flip's report."""
         return replace(self, flip=report)
 
