@@ -130,9 +130,10 @@ def run_program(dist: Distributed, config: LaunchConfig,
         program, args = load()
         with markers.installed(config.iteration_marker), \
                 gates_installed(config, program) as control:
-            recorder = GateRecorder() if config.gate_dir is not None else None
+            gate_dir = config.gate_dir
+            recorder = GateRecorder() if gate_dir is not None else None
             watch_gates([dist], config, control, recorder)
             result = call_rank_program(program, dist, args)
-            if recorder is not None and config.flip is None:
-                recorder.save(config.gate_dir, dist.global_rank)
+            if recorder is not None and gate_dir is not None and config.flip is None:
+                recorder.save(gate_dir, dist.global_rank)
             return result
