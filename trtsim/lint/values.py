@@ -37,6 +37,25 @@ def dotted(node: ast.expr) -> str:
     return ""
 
 
+_PARTS = {
+    ast.BinOp: lambda n: (n.left, n.right),
+    ast.BoolOp: lambda n: n.values,
+    ast.Compare: lambda n: (n.left, *n.comparators),
+    ast.UnaryOp: lambda n: (n.operand,),
+    ast.Subscript: lambda n: (n.value, n.slice),
+    ast.Tuple: lambda n: n.elts,
+    ast.List: lambda n: n.elts,
+    ast.Set: lambda n: n.elts,
+    ast.Starred: lambda n: (n.value,),
+    ast.JoinedStr: lambda n: n.values,
+    ast.FormattedValue: lambda n: (n.value,),
+    ast.Dict: lambda n: [*(k for k in n.keys if k is not None), *n.values],
+    ast.Slice: lambda n: (n.lower, n.upper, n.step),
+    ast.Await: lambda n: (n.value,),
+    ast.keyword: lambda n: (n.value,),
+}
+
+
 def _membership(node: ast.Compare) -> bool:
     return len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))
 
@@ -89,6 +108,9 @@ class Values:
             taint = self.expr(node.value)
             self.assign(node.target, taint, node.value)
             return taint
+        parts = _PARTS.get(type(node))
+        if parts is not None:               # the common shapes, without a generic walk
+            return join(*(self.expr(c) for c in parts(node)))
         return join(*(self.expr(c) for c in ast.iter_child_nodes(node)
                       if isinstance(c, (ast.expr, ast.keyword, ast.comprehension))))
 
