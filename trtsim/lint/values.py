@@ -7,7 +7,7 @@ import ast
 import re
 
 from .collectives import groups_of, is_collective
-from .origins import EMPTY, Taint, join, origin, sanitised, step
+from .origins import EMPTY, Taint, join, sanitised, step
 from .sources import call_origin, rank_name, rank_origin, uniform_name
 
 # Types, devices and layouts of values are the program's, not the rank's: every member
