@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 
-from ..gates.model import _exits
+from ..gates.model import exits
 from .origins import EMPTY, Taint, join, origin
 from .sources import config_annotation, option_name, selects_one, uniform_name
 from .stores import Stores
@@ -119,7 +119,7 @@ class Flow(Values, Stores):
         for stmt in stmts:
             self.stmt(stmt)
             if isinstance(stmt, (ast.If, ast.Assert)) and \
-                    (isinstance(stmt, ast.Assert) or _exits(stmt.body)):
+                    (isinstance(stmt, ast.Assert) or exits(stmt.body)):
                 if selects_one(stmt.test):
                     self.control.append(EMPTY)       # a root/non-root split: see branches
                     pushed += 1
