@@ -144,3 +144,13 @@ def test_explain_lists_suppressions_and_they_silence_the_gate(tmp_path):
     # a suppression for another group silences nothing here
     program.write_text(text.replace("uniform(dp)", "uniform(tp)"))
     assert trtsim(program).returncode == 1
+
+
+def test_a_function_too_deep_to_follow_is_left_out_and_named(tmp_path):
+    body = " + ".join(["x"] * 900)
+    (tmp_path / "deep.py").write_text(
+        "import torch.distributed as dist\n\ndef f(x, batch):\n"
+        f"    y = {body}\n    if batch.n == 0:\n        return\n    dist.all_reduce(y)\n")
+    result = trtsim(tmp_path / "deep.py")
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert "deep.py:3: nested too deep to follow; left out" in result.stdout

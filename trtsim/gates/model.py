@@ -113,7 +113,7 @@ def _part_start(node: ast.AST) -> Pos:
     return _start(node.target if isinstance(node, ast.comprehension) else node)
 
 
-def _exits(stmts: list[ast.stmt]) -> bool:
+def exits(stmts: list[ast.stmt]) -> bool:
     """Whether a block always leaves by return, raise, continue or break."""
     if not stmts:
         return False
@@ -121,8 +121,8 @@ def _exits(stmts: list[ast.stmt]) -> bool:
     if isinstance(last, _EXITS):
         return True
     if isinstance(last, (ast.With, ast.AsyncWith)):
-        return _exits(last.body)
-    return isinstance(last, ast.If) and _exits(last.body) and _exits(last.orelse)
+        return exits(last.body)
+    return isinstance(last, ast.If) and exits(last.body) and exits(last.orelse)
 
 
 class _Finder:
@@ -142,7 +142,7 @@ class _Finder:
     def block(self, stmts: list[ast.stmt]) -> None:
         for i, stmt in enumerate(stmts):
             rest = stmts[i + 1:]
-            if isinstance(stmt, ast.If) and rest and _exits(stmt.body):
+            if isinstance(stmt, ast.If) and rest and exits(stmt.body):
                 self.if_(stmt, [Region(_start(rest[0]), _end(rest[-1]), False)])
             elif isinstance(stmt, ast.Assert) and rest:
                 # the rest of the block runs only where the assertion held
@@ -161,7 +161,7 @@ class _Finder:
         self.block(stmt.body)
         orelse = stmt.orelse
         if rest and len(orelse) == 1 and isinstance(orelse[0], ast.If) and \
-                _exits(orelse[0].body):
+                exits(orelse[0].body):
             self.if_(orelse[0], rest)
         else:
             self.block(orelse)

@@ -16,9 +16,12 @@ from .reach import Reaches
 MAX_ROUNDS = 8
 
 
-def analyse(program: Program, config: LintConfig) -> tuple[Facts, int]:
+def analyse(program: Program, config: LintConfig, skipped: list | None = None
+            ) -> tuple[Facts, int]:
     """The program-wide facts, grown to a fixpoint (or ``MAX_ROUNDS`` rounds), and the
-    rounds it took. Each round walks every module's top level and every function once."""
+    rounds it took. The first round walks every module's top level and every function; a
+    later one what read a fact that grew. A function nested too deep to walk (an expression
+    of thousands of terms) is left out and named in ``skipped``."""
     facts = Facts()
     _mark_called(program, facts)
     walks = [(m, None) for m in program.modules] + \
@@ -32,7 +35,12 @@ def analyse(program: Program, config: LintConfig) -> tuple[Facts, int]:
         for i in todo:
             module, fn = walks[i]
             flow = Flow(program, module, fn, facts, config)
-            flow.run()
+            try:
+                flow.run()
+            except RecursionError:
+                where = fn.site(fn.node) if fn is not None else module.path
+                if skipped is not None and rounds == 1:
+                    skipped.append(f"{where}: nested too deep to follow; left out")
             reads[i] = flow.reads
         grown = facts.grown
         # the next round walks again only what read something that grew
@@ -66,7 +74,8 @@ def lint(paths: list[str], config: LintConfig | None = None):
     program = Program(modules)
     if config.attention_dp is not None:
         program.attention_dp = config.attention_dp
-    facts, rounds = analyse(program, config)
+    skipped = list(skipped)
+    facts, rounds = analyse(program, config, skipped)
     reaches = Reaches(program, facts, config.collectives)
     findings, suppressed = judge(program, facts, reaches)
     collectives = sum(1 for fn in program.functions.values() for _call, rs in

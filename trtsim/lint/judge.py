@@ -21,7 +21,7 @@ from .findings import Finding, GateSite, SuppressedGate
 from .origins import assumption, local_on
 from .reach import adp_off
 from .sources import selects_one
-from .values import SHAPE, dotted
+from .values import SHAPE
 
 
 def _contradicts(skip: frozenset, needs: frozenset) -> bool:

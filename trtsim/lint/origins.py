@@ -64,7 +64,10 @@ def origin(kind: str, what: str, site: str) -> Taint:
 
 def join(*taints: Taint) -> Taint:
     """The union, bounded to ``MAX_ORIGINS`` (one of each kind first, then by site)."""
-    out = frozenset().union(*taints)
+    some = [t for t in taints if t]
+    if len(some) <= 1:                  # the common case: nothing, or one taint as it is
+        return some[0] if some else EMPTY
+    out = frozenset().union(*some)
     if len(out) <= MAX_ORIGINS:
         return out
     ranked = sorted(out, key=lambda o: (o.kind, o.site, o.what, o.chain))

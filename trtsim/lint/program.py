@@ -10,12 +10,18 @@ every caller to every definition). Calls outside the analysed code resolve to no
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 
 from ..gates.model import function_gates
 from ..gates.source import SourceText
 
 MAX_CANDIDATES = 2
+# A method that a builtin value also has (``m.group()`` of a regex match, ``d.get()``,
+# ``s.split()``) is never resolved by its name alone: the receiver is most likely that value.
+_BUILTIN_METHODS = frozenset(name for kind in (str, bytes, list, dict, set, tuple, int, float,
+                                               type(re.match("", "")), type(re.compile("")))
+                             for name in dir(kind))
 CONSTRUCTORS = frozenset({"__init__", "__post_init__", "__new__", "__init_subclass__",
                           "setUp", "setup", "__enter__", "__set_name__"})
 
@@ -227,6 +233,8 @@ class Program:
         if isinstance(base, ast.Name) and base.id in caller.module.imports:
             mod, sub = caller.module.imports[base.id]
             return self._from_module(mod + ("." + sub if sub else ""), name)
+        if name in _BUILTIN_METHODS:
+            return ()
         found = self.methods_by_name.get(name, [])
         return tuple(found) if len(found) <= MAX_CANDIDATES else ()
 

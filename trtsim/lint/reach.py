@@ -63,10 +63,12 @@ class Reaches:
         if fn.key in self._sites:
             return self._sites[fn.key]
         out = []
-        assigned = _assigned_texts(fn, lambda n: self.text(fn, n))
+        assigned: dict = {}
         for call in sorted(_walk_calls(fn.node), key=lambda c: (c.lineno, c.col_offset)):
             op = is_collective(call, self.extra, lambda n: self.text(fn, n))
             if op is not None:
+                if not assigned:            # read the function's assignments only when needed
+                    assigned = _assigned_texts(fn, lambda n: self.text(fn, n)) or {"": []}
                 groups, how = groups_of(call, op, lambda n: self.text(fn, n),
                                         lambda name: self.alternatives(fn, assigned, name))
                 site = CollectiveSite(op, groups, how, fn.module.path, call.lineno,

@@ -12,6 +12,7 @@ every rank of a deployment is started with the same configuration.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from .origins import EMPTY, EVERY, Origin, Taint, origin
@@ -60,6 +61,7 @@ _DIMENSIONS = (
      frozenset({"ep", "tp", "dp", "world", "other"})))
 
 
+@functools.lru_cache(maxsize=4096)
 def rank_groups(name: str) -> frozenset:
     """The groups on which a rank identity differs (every group for a rank of no named
     dimension: ``rank``, ``local_rank``, ``rank_in_group``)."""
@@ -74,6 +76,7 @@ def rank_origin(name: str, what: str, site: str) -> Taint:
     return frozenset({Origin("rank", what, site, rank_groups(name))})
 
 
+@functools.lru_cache(maxsize=65536)
 def rank_name(name: str) -> bool:
     """Whether an identifier names the rank itself (never a peer's or a group's)."""
     return bool(_RANK.match(name)) and (name.startswith("is_") or not _NOT_RANK.search(name))
@@ -91,6 +94,7 @@ def option_name(name: str) -> bool:
     return bool(_OPTION.search(name)) or uniform_name(name)
 
 
+@functools.lru_cache(maxsize=65536)
 def uniform_name(name: str) -> bool:
     """Sizes and configuration holders: uniform by kind."""
     return bool(_SIZE.match(name) or _CONFIG.search(name) or name.isupper())

@@ -7,7 +7,7 @@ import ast
 import re
 
 from .collectives import groups_of, is_collective
-from .origins import EMPTY, Taint, join, origin, sanitised, step
+from .origins import EMPTY, Taint, join, sanitised, step
 from .sources import call_origin, rank_name, rank_origin, uniform_name
 
 # Types, devices and layouts of values are the program's, not the rank's: every member
@@ -35,6 +35,25 @@ def dotted(node: ast.expr) -> str:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return ""
+
+
+_PARTS = {
+    ast.BinOp: lambda n: (n.left, n.right),
+    ast.BoolOp: lambda n: n.values,
+    ast.Compare: lambda n: (n.left, *n.comparators),
+    ast.UnaryOp: lambda n: (n.operand,),
+    ast.Subscript: lambda n: (n.value, n.slice),
+    ast.Tuple: lambda n: n.elts,
+    ast.List: lambda n: n.elts,
+    ast.Set: lambda n: n.elts,
+    ast.Starred: lambda n: (n.value,),
+    ast.JoinedStr: lambda n: n.values,
+    ast.FormattedValue: lambda n: (n.value,),
+    ast.Dict: lambda n: [*(k for k in n.keys if k is not None), *n.values],
+    ast.Slice: lambda n: (n.lower, n.upper, n.step),
+    ast.Await: lambda n: (n.value,),
+    ast.keyword: lambda n: (n.value,),
+}
 
 
 def _membership(node: ast.Compare) -> bool:
@@ -89,6 +108,9 @@ class Values:
             taint = self.expr(node.value)
             self.assign(node.target, taint, node.value)
             return taint
+        parts = _PARTS.get(type(node))
+        if parts is not None:               # the common shapes, without a generic walk
+            return join(*(self.expr(c) for c in parts(node)))
         return join(*(self.expr(c) for c in ast.iter_child_nodes(node)
                       if isinstance(c, (ast.expr, ast.keyword, ast.comprehension))))
 

@@ -2,7 +2,6 @@
 
 import logging
 
-import torch
 import torch.distributed as dist
 
 logger = logging.getLogger(__name__)
