@@ -2,7 +2,8 @@
 # Two trees, one machine, one call: each benchmark script run from the old tree and from the new
 # one in turn, so drift hits both alike; compare each figure against the other tree's min-max.
 #   sh benchmarks/bench_trees.sh OLD_TREE NEW_TREE ROUNDS OUT_DIR [BENCH...]
-# OLD_TREE and NEW_TREE each hold trtsim/ and benchmarks/ (git archive REV trtsim benchmarks).
+# OLD_TREE and NEW_TREE (absolute paths) each hold trtsim/ and benchmarks/ (git archive REV
+# trtsim benchmarks); OUT_DIR is absolute too.
 # BENCH: inproc, process (each ROUNDS times, interleaved) and intercept (once a tree, its own
 # median of 11); default: inproc process. Writes OUT_DIR/BENCH-{old,new}-N.{txt,json}.
 set -e
@@ -19,8 +20,10 @@ run() {   # run BENCH TREE_NAME ROUND
     esac
     bench=$1 name=$2 round=$3
     shift 3
-    PYTHONPATH="$tree:$PYTHONPATH" python3 "$tree/benchmarks/bench_$bench.py" "$@" \
-        > "$out/$bench-$name-$round.txt"
+    # from the tree's own folder: a spawned rank's interpreter puts its working directory
+    # first on sys.path, so the repository around would otherwise shadow the old tree
+    (cd "$tree" && PYTHONPATH="$tree:$PYTHONPATH" python3 "benchmarks/bench_$bench.py" "$@" \
+        > "$out/$bench-$name-$round.txt")
 }
 for bench in $benches; do
     n=$rounds
