@@ -237,9 +237,9 @@ class _QuietLedger:
 
 
 def test_the_torchrun_monitor_stops_and_joins():
-    from trtsim.backends.external.torchrun import _Monitor
+    from trtsim.backends.external.store_watch import StoreWatch
     ledger = _QuietLedger()
-    monitor = _Monitor(ledger, [])
+    monitor = StoreWatch(ledger, [])
     wait_for(lambda: ledger.polls >= 2, 60, "monitor polls")     # it runs
     monitor.stop()                                               # joins the thread
     assert not monitor._thread.is_alive()

@@ -48,4 +48,5 @@ def test_run_perf_compare_and_explore_documents():
 
 def test_every_schema_has_its_section():
     assert set(documented()) == {"trtsim/run", "trtsim/perf", "trtsim/compare",
-                                 "trtsim/explore", "trtsim/analyze", "trtsim/replay"}
+                                 "trtsim/explore", "trtsim/analyze", "trtsim/replay",
+                                 "trtsim/lint"}

@@ -38,7 +38,7 @@ def test_json_document(dumps, capsys, tmp_path):
     assert code == 1 and doc["verdict"] == "deadlock" and doc["replay"] is None
     assert doc["error"]["ranks"] == [0, 1, 2]
     assert [h["status"] for h in doc["histories"]] == ["blocked"] * 3
-    assert {g["name"]: g["ranks"] for g in doc["groups"]}["group [0, 1] (torch:1)"] == [0, 1]
+    assert {g["name"]: g["ranks"] for g in doc["groups"]}["split [0, 1] (torch:1)"] == [0, 1]
 
 
 def test_declared_group_members_replace_the_inferred_ones(dumps, capsys, tmp_path):

@@ -105,6 +105,16 @@ class CallRecord(NamedTuple):
 record_of = functools.partial(tuple.__new__, CallRecord)
 
 
+def kind_made_as(group_desc: str) -> str:
+    """The kind a report gives a torch process group that is no group of the layout, from the
+    description torch keeps for it (``group_desc``, also in Flight Recorder dumps as
+    ``pg_desc``): a device mesh names each of its groups ``mesh_<dimension>`` (``mesh dp``);
+    a group of ``new_group`` (or MPI's ``Split``) is a ``split``."""
+    if group_desc.startswith("mesh_") and len(group_desc) > len("mesh_"):
+        return f"mesh {group_desc[len('mesh_'):]}"
+    return "split"
+
+
 _HOST = frozenset((int, float, bool, str, bytes, type(None), list, tuple, dict))
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from ..guard.waitfor import BLOCKED, DONE
 from ..comm.origin import origin_of_frames
-from ..calls.records import CallRecord
+from ..calls.records import CallRecord, kind_made_as
 from .dumps import FRDump, FREntry
 from .history import Call, RankHistory
 
@@ -127,7 +127,7 @@ def _template(e: FREntry, members: dict, world: tuple[int, ...]) -> tuple:
     api = _api(e)
     ranks = members[e.pg_name]
     return (op, origin.callsite, _signature(e, op, api), "world" if ranks == world else
-            "group", ranks, origin.purpose,
+            kind_made_as(e.pg_desc or ""), ranks, origin.purpose,
             WORLD_COMM if e.pg_desc == "default_pg" else f"torch:{e.pg_name}", f"torch.{api}",
             _claims_root(e, op))
 

@@ -34,7 +34,7 @@ from ...calls.ops import Op
 from ...calls.reduce_op import op_name
 from ..rank_api import rank_api
 from ...comm.current import current
-from .groups import state
+from .groups import TorchRank, state
 
 NAMESPACES = ("_c10d_functional", "_c10d_functional_autograd")
 QUIET = ("wait_tensor", "_wrap_tensor_autograd")    # communicate nothing
@@ -188,7 +188,7 @@ class GuardedOverload:
 
 def _guarded_call(op, name, guard, args, kwargs):
     if torch.compiler.is_compiling() or current() is None or \
-            "torch" not in rank_api("torch.ops").state:
+            rank_api("torch.ops").extension(TorchRank) is None:
         return op(*args, **kwargs)
     return guard(op, name, args, kwargs)
 

@@ -20,6 +20,7 @@ import hashlib
 
 import torch.distributed as tdist
 
+from ...calls.records import kind_made_as
 from ..rank_api import Comm, rank_api
 
 WORLD_ID = "torch:world"
@@ -108,12 +109,8 @@ class TorchRank:
 
 
 def _made_as(group) -> str:
-    """The kind of a group made where trtsim did not see it: a device mesh names each of its
-    groups ``mesh_<dimension>`` (``mesh dp``); torch's own ``new_group`` calls, ``split``."""
-    desc = getattr(group, "group_desc", "") or ""
-    if desc.startswith("mesh_") and len(desc) > len("mesh_"):
-        return f"mesh {desc[len('mesh_'):]}"
-    return "split"
+    """The kind of a group made where trtsim did not see it (``records.kind_made_as``)."""
+    return kind_made_as(getattr(group, "group_desc", "") or "")
 
 
 def state(what: str) -> TorchRank:
