@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
+import torch.distributed as tdist
+
 from ..backends.external.torchrun import run_this_rank
 from ..backends.run_ranks import run_ranks
 from ..comm.launch_config import LaunchConfig, check_log_dir
@@ -150,4 +152,15 @@ def run_torchrun_rank(target: ScriptTarget, instances: list[InstanceLayout],
     program = ScriptProgram(target, world, local, (os.environ["MASTER_ADDR"],
                                                    int(os.environ["MASTER_PORT"])),
                             config.backend)
-    return run_this_rank(places, program, (), config, group_table(instances), one_report=True)
+    try:
+        return run_this_rank(places, program, (), config, group_table(instances),
+                             one_report=True)
+    finally:
+        # The script's own default group is left to the worker's exit otherwise, where gloo's
+        # threads can still run as the interpreter ends (SIGABRT, "terminate called without
+        # an active exception"): the script is done, and so is this process.
+        if tdist.is_initialized():
+            try:
+                tdist.destroy_process_group()
+            except Exception:  # noqa: BLE001 - leaving anyway; the outcome is decided
+                pass
