@@ -27,7 +27,7 @@ PERF = LAYOUT | {"perf"}
 TIMELINE = LAYOUT | {"timeline"}
 CALLS = LAYOUT | {"calls"}                    # the vocabulary: ops, records, errors, formats
 GUARD = CALLS | {"guard"}                     # the pure rules
-GATES = BASE | {"gates"}                      # the gate model: conditions found in source
+GATES = BASE | {"gates"}                      # the one gate model (lint and run-time observer)
 COMM = GUARD | TIMELINE | GATES | {"comm"}    # Distributed, origins, markers, LaunchConfig
 INTERCEPT = COMM | {"intercept"}              # torch.distributed and mpi4py stand-ins
 BACKENDS = INTERCEPT | {"backends"}           # inproc, spawned processes, torchrun, mpirun
@@ -52,8 +52,7 @@ ALLOWED = {
     "app": ROOTS | STRATEGIES | {"app", "lint"},
     "mpi": ROOTS | {"mpi"},              # python -m trtsim.mpi: the mpirun job's face
     "torchrun": ROOTS | {"torchrun"},    # python -m trtsim.torchrun: the torchrun job's face
-    "gates": BASE | {"gates"},           # the one gate model (lint and run-time observer)
-    "lint": BASE | {"gates", "lint"},    # trtsim lint: the source check
+    "lint": GATES | {"lint"},            # trtsim lint: the source check
 }
 MAX_FUNCTION_LINES = 80
 MAX_WING_SHARE = 0.30
