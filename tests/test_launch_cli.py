@@ -183,7 +183,9 @@ def test_a_failing_script_is_a_report_with_its_own_traceback(tmp_path):
 def test_ctrl_c_ends_the_launch_with_status_130(tmp_path, backend):
     import signal
     script = tmp_path / "job.py"
-    script.write_text("import os, time\nprint('READY', flush=True)\ntime.sleep(120)\n")
+    # one write(2) a line: two ranks' lines never interleave on the shared pipe (print writes
+    # the text and the newline apart)
+    script.write_text("import os, time\nos.write(1, b'READY\\n')\ntime.sleep(120)\n")
     proc = subprocess.Popen([sys.executable, "-m", "trtsim", "launch", "--nproc-per-node", "2",
                              "--backend", backend, str(script)], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=tmp_path,
