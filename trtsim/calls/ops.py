@@ -18,6 +18,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import NamedTuple
 
+from .plain_enum import PlainStrEnum
+
 
 class Payload(str, Enum):
     """What a member passes to an op, and what the guard and the semantics require of it."""
@@ -42,7 +44,7 @@ class OpInfo(NamedTuple):
     tensor: bool
 
 
-class Op(str, Enum):
+class Op(PlainStrEnum):
     """Every op a call record can carry, with its properties (``rooted``, ``reduces``,
     ``p2p``, ``payload``, ``sends``, ``blocking``, ``tensor``)."""
 
@@ -64,19 +66,6 @@ class Op(str, Enum):
     ISEND_TENSOR = "isend_tensor"
     RECV_TENSOR = "recv_tensor"
     IRECV_TENSOR = "irecv_tensor"
-
-    # A member is its value in every serialised form and every dict (see the module text).
-    __hash__ = str.__hash__
-    __str__ = str.__str__
-
-    def __format__(self, spec: str) -> str:
-        return str.__format__(self.value, spec)
-
-    def __repr__(self) -> str:
-        return str.__repr__(self.value)
-
-    def __reduce_ex__(self, protocol):
-        return (str, (self.value,))
 
     @classmethod
     def of(cls, text: str) -> "Op":

@@ -12,16 +12,16 @@ it is never in S: slowness is told apart from deadlock by construction, not by a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Callable
 
 from ..layout.places import rank_label
 from ..calls.errors import CollectiveDeadlock, CollectiveTimeout, rank_name
 from ..calls.ops import RECEIVES
+from ..calls.plain_enum import PlainStrEnum
 from ..calls.records import CallRecord
 
 
-class RankStatus(str, Enum):
+class RankStatus(PlainStrEnum):
     """What a rank is doing, as the wait-for analysis, the ledgers and the call logs name it.
     A member is its value in every serialised form (JSON, call logs, pickles) and equal to it,
     so a log written before reads the same."""
@@ -32,18 +32,6 @@ class RankStatus(str, Enum):
     DONE = "done"
     FAILED = "failed"
     STOPPED = "stopped"       # the process is stopped (state T); only a timeout report says so
-
-    __hash__ = str.__hash__
-    __str__ = str.__str__
-
-    def __format__(self, spec: str) -> str:
-        return str.__format__(self.value, spec)
-
-    def __repr__(self) -> str:
-        return str.__repr__(self.value)
-
-    def __reduce_ex__(self, protocol):
-        return (str, (self.value,))
 
     @property
     def text(self) -> str:
