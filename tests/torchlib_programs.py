@@ -97,6 +97,47 @@ def reference_funcol_autograd():
     return [{"forward": swapped[r].detach(), "grad": xs[r].grad} for r in range(WORLD)]
 
 
+# -- a functional collective inside a named submodule ----------------------------------------
+class MLP(torch.nn.Module):
+    """Gathers its projection from every rank (the backward reduce-scatters the gradient)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return funcol.all_gather_single(self.proj(x), 0, dist.group.WORLD)
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mlp = MLP()
+
+    def forward(self, x):
+        return self.mlp(x)
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.layers = torch.nn.Sequential(torch.nn.Linear(4, 4), Block())
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+def module_funcol(bug=None):
+    """``Net``'s forward gathers inside ``layers.1.mlp``; its backward reduce-scatters there."""
+    dist.init_process_group("gloo")
+    model = Net()
+    loss = model(torch.full((2, 4), float(dist.get_rank()))).square().sum()
+    if not _buggy(bug, "backward"):
+        loss.backward()
+    return {n: p.grad for n, p in model.named_parameters()}
+
+
 # -- a compiled function with a functional collective ---------------------------------------
 def _scaled_sum(x, group):
     return funcol.all_reduce(x * 2, "sum", group) + 1

@@ -112,6 +112,12 @@ class Distributed(ArrayCalls):
     role = property(lambda self: self.place.role)
 
     @property
+    def origins(self) -> OriginFinder:
+        """How this rank finds its calls' sites and purposes (an intercepted API may add to
+        the site: ``OriginFinder.annotate``)."""
+        return self._origins
+
+    @property
     def local_world_size(self) -> int:
         """Ranks of this instance on one node (``gpus_per_node`` of them at most)."""
         return min(self.mapping.world_size, self.mapping.gpus_per_node)

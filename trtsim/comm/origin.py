@@ -124,6 +124,8 @@ class Origin:
     purpose: str
 
 
+_UNKNOWN = "<unknown>"       # the site of a call with no user frame
+
 # Frames whose caller may change while they live (generators, coroutines: a suspended frame
 # is resumed from wherever the next ``next()`` or ``send()`` is called).
 _RESUMABLE = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE
@@ -154,6 +156,10 @@ class OriginFinder:
     of this rank's last call only (their locals live until its next call)."""
 
     wrappers: tuple[str, ...] = ()
+    # What an intercepted API adds to a call site, asked on every call: a short text (torch:
+    # the module whose forward made a backward collective), or None. A call with no user
+    # frame (a thread of the library's own) is named by that text alone.
+    annotate: Callable[[], str | None] | None = None
     _purposes: dict = field(default_factory=dict, repr=False)
     # The caches are keyed by id(): hashing a code object hashes its bytecode, on every call.
     # Each entry keeps its code objects and is used only while they are the same objects.
@@ -179,7 +185,8 @@ class OriginFinder:
         return hit
 
     def find(self, depth: int = 1) -> Origin:
-        """The origin of the communication call ``depth`` frames above this one."""
+        """The origin of the communication call ``depth`` frames above this one, with what
+        ``annotate`` adds to its site."""
         frame: FrameType | None = sys._getframe(depth + 1)
         mine, known, by_frame = [], self._skip_code, self._by_frame
         base, steady = None, 0          # mine[steady:] have no resumable frame outward
@@ -213,7 +220,7 @@ class OriginFinder:
                 base.purpose = self._purpose(codes)
             purpose = base.purpose
         else:
-            return Origin("<unknown>", "")
+            return self._annotated(Origin(_UNKNOWN, ""))
         code = site.f_code
         # keyed by the instruction, not the line: a frame's line is looked up in its code's
         # line table on every read, the instruction offset is stored
@@ -225,7 +232,15 @@ class OriginFinder:
         origin = self._origins.get((place[1], purpose))
         if origin is None:
             origin = self._origins[(place[1], purpose)] = Origin(place[1], purpose)
-        return origin
+        return origin if self.annotate is None else self._annotated(origin)
+
+    def _annotated(self, origin: Origin) -> Origin:
+        note = self.annotate() if self.annotate is not None else None
+        if not note:
+            return origin
+        if origin.callsite == _UNKNOWN:
+            return Origin(note, origin.purpose)
+        return Origin(f"{origin.callsite}, {note}", origin.purpose)
 
     def release(self) -> None:
         """Forget the remembered frames (a launch's end: they hold their locals, and through

@@ -22,6 +22,7 @@ import torch.distributed as tdist
 
 from ...calls.records import kind_made_as
 from ..rank_api import Comm, rank_api
+from . import module_trail
 
 WORLD_ID = "torch:world"
 DEFAULT_BACKEND = "gloo"       # what ``get_backend`` says of an inproc group made without one
@@ -68,6 +69,7 @@ class TorchRank:
         self.world = Comm(WORLD_ID, api.world)
         self.c10d = inproc.new_world() if inproc is not None else None
         self.op_label: str | None = None     # inproc: the functional op a group method serves
+        module_trail.attach(api)             # backward collectives name their module
 
     def labelled(self, label: str, op, args, kwargs):
         """Run ``op`` with ``label`` naming the calls the inproc group's methods guard for it

@@ -4,16 +4,18 @@ The names of the ``torch.distributed`` package are replaced and restored afterwa
 are the collectives other torch.distributed modules imported by name (``by_name``: DTensor's
 ``scatter``/``broadcast``) and the communicating ops of ``torch.ops._c10d_functional``
 (``funcol``: the functional collectives, their autograd formulas, DTensor's
-redistributions). torch's internals (``torch.distributed.distributed_c10d``) keep the real
-functions, so trtsim's own process-backend traffic and torch's object collectives underneath
-run unguarded. The install is counted (``scoped_install``): launches in several threads share
-it, and every stand-in calls the real function when no rank runs it (outside a launch, or in
-a thread of no rank). A module first imported during a launch that bound a stand-in by name
-(``from torch.distributed import all_reduce`` run inside a rank) holds the real function
-again once the last launch ends (``scoped_install.rebind_late_imports``). Code that bound a
-function by name before the launch keeps the real one on the inproc backend
-(``backends.inproc.rank_local`` gives the ranks of the modules it names the stand-ins);
-process-backend ranks import the rank program after the install, so they get the guarded ones.
+redistributions); global module forward hooks keep which module's forward made each backward
+collective (``module_trail``). torch's internals (``torch.distributed.distributed_c10d``)
+keep the real functions, so trtsim's own process-backend traffic and torch's object
+collectives underneath run unguarded. The install is counted (``scoped_install``): launches
+in several threads share it, and every stand-in calls the real function when no rank runs it
+(outside a launch, or in a thread of no rank). A module first imported during a launch that
+bound a stand-in by name (``from torch.distributed import all_reduce`` run inside a rank)
+holds the real function again once the last launch ends
+(``scoped_install.rebind_late_imports``). Code that bound a function by name before the
+launch keeps the real one on the inproc backend (``backends.inproc.rank_local`` gives the
+ranks of the modules it names the stand-ins); process-backend ranks import the rank program
+after the install, so they get the guarded ones.
 
 Not covered (each raises ``NotImplementedError`` naming itself): ``split_group``,
 ``shrink_group``; custom communicators (NCCL bindings, custom all-reduce)
@@ -31,7 +33,7 @@ import torch.distributed as tdist
 
 from ...comm.current import current
 from ...comm.scoped_install import Originals, current as current_install, scoped
-from . import by_name, funcol
+from . import by_name, funcol, module_trail
 from .collectives import make_collective_functions
 from .group_functions import make_group_functions
 from .p2p import make_p2p_functions
@@ -83,6 +85,7 @@ class _Held(NamedTuple):
     replacement: dict                      # name -> its stand-in in torch.distributed
     ops: list                              # the functional ops wrapped (``funcol.install``)
     by_name: tuple                         # the by-name bindings rebound (``by_name.install``)
+    hooks: list                            # removes the global module hooks (``module_trail``)
 
 
 def _install() -> _Held:
@@ -93,7 +96,8 @@ def _install() -> _Held:
     for name, fn in replacement.items():
         setattr(tdist, name, fn)
     swaps = {id(saved[n]): (saved[n], replacement[n]) for n in communicating_names(real)}
-    return _Held(real, saved, replacement, funcol.install(), by_name.install(swaps))
+    return _Held(real, saved, replacement, funcol.install(), by_name.install(swaps),
+                 module_trail.install())
 
 
 def _uninstall(held: _Held) -> None:
@@ -101,6 +105,8 @@ def _uninstall(held: _Held) -> None:
         setattr(tdist, name, held.saved[name])
     funcol.uninstall(held.ops)
     by_name.uninstall(held.by_name)
+    for remove in held.hooks:
+        remove()
 
 
 def _originals(held: _Held) -> Originals:
