@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tests import torchlib_programs as P
-from tests.torchlib_checks import WORLD, launch, names_rank_and_line, report_of, same
+from tests.torchlib_checks import BACKENDS, WORLD, launch, reported_alike, same
 
 
 def test_a_compiled_collective_computes_what_one_process_computes():
@@ -18,13 +18,8 @@ def test_a_compiled_collective_computes_what_one_process_computes():
         assert "funcol.all_reduce" in labels, labels          # a guarded call
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("bug", ["skip", "extra"])
-def test_a_diverging_compiled_collective_is_reported_on_inproc(bug):
-    names_rank_and_line(report_of(P.compiled_funcol, "inproc", bug), P.BUGGY_RANK[bug])
-
-
-@pytest.mark.slow
-def test_a_skipped_compiled_collective_is_reported_on_gloo():
-    err = report_of(P.compiled_funcol, "gloo", "skip")
-    names_rank_and_line(err, P.BUGGY_RANK["skip"])
+def test_a_diverging_compiled_collective_is_reported_alike_on_both_backends(bug, backend):
+    err = reported_alike(P.compiled_funcol, backend, P.BUGGY_RANK[bug], bug)
     assert {c.api for c in err.calls.values()} == {"funcol.all_reduce"}

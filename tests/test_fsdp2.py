@@ -6,10 +6,10 @@ skips the step, makes an extra one or skips only the backward is a report naming
 import pytest
 
 from tests import torchlib_programs as P
-from tests.torchlib_checks import WORLD, launch, names_rank_and_line, report_of, same
+from tests.torchlib_checks import BACKENDS, WORLD, launch, reported_alike, same
 
 
-@pytest.mark.parametrize("backend", ["inproc", pytest.param("gloo", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_fsdp2_defaults_average_gradients_as_one_process_does(backend):
     results = launch(P.fsdp2, backend, None, None)
     want = P.reference_fsdp2()
@@ -25,13 +25,7 @@ def test_a_gradient_divide_factor_is_a_premultiplied_sum_on_inproc():
         assert same(results[r], want), (r, results[r], want)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("bug", ["skip", "extra", "backward"])
-def test_a_diverging_fsdp2_rank_is_reported(bug):
-    err = report_of(P.fsdp2, "inproc", bug, None)
-    names_rank_and_line(err, P.BUGGY_RANK[bug])
-
-
-@pytest.mark.slow
-def test_a_backward_only_skip_under_fsdp2_is_reported_on_gloo():
-    err = report_of(P.fsdp2, "gloo", "backward", None)
-    names_rank_and_line(err, P.BUGGY_RANK["backward"])
+def test_a_diverging_fsdp2_rank_is_reported_alike_on_both_backends(bug, backend):
+    reported_alike(P.fsdp2, backend, P.BUGGY_RANK[bug], bug, None)

@@ -6,9 +6,7 @@ is a report naming it and the user's line, on both backends."""
 import pytest
 
 from tests import torchlib_programs as P
-from tests.torchlib_checks import WORLD, launch, names_rank_and_line, report_of, same
-
-BACKENDS = ["inproc", pytest.param("gloo", marks=pytest.mark.slow)]
+from tests.torchlib_checks import BACKENDS, WORLD, launch, reported_alike, same
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -28,18 +26,7 @@ def test_the_backward_collectives_are_guarded_calls_of_their_own():
                      "funcol.all_to_all_single": 2}, calls
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("bug", ["skip", "extra", "backward"])
-def test_a_diverging_rank_is_reported_on_inproc(bug):
-    names_rank_and_line(report_of(P.funcol_autograd, "inproc", bug), P.BUGGY_RANK[bug])
-
-
-@pytest.mark.slow
-def test_a_backward_only_skip_is_a_report_on_gloo_with_inprocs_call_number():
-    inproc = report_of(P.funcol_autograd, "inproc", "backward")
-    gloo = report_of(P.funcol_autograd, "gloo", "backward")
-    names_rank_and_line(gloo, P.BUGGY_RANK["backward"])
-    assert type(gloo) is type(inproc)
-    assert {r: c.seq for r, c in gloo.calls.items()} == \
-        {r: c.seq for r, c in inproc.calls.items()}, (str(inproc), str(gloo))
-    assert {c.callsite for c in gloo.calls.values()} == \
-        {c.callsite for c in inproc.calls.values()}
+def test_a_diverging_rank_is_reported_alike_on_both_backends(bug, backend):
+    reported_alike(P.funcol_autograd, backend, P.BUGGY_RANK[bug], bug)

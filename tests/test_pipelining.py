@@ -6,7 +6,7 @@ or runs only the forward passes (``eval``) is a report naming the user's line.""
 import pytest
 
 from tests import torchlib_programs as P
-from tests.torchlib_checks import WORLD, launch, names_rank_and_line, report_of, same
+from tests.torchlib_checks import BACKENDS, WORLD, launch, reported_alike, same
 
 SCHEDULES = ["gpipe", "1f1b", "interleaved"]
 
@@ -28,8 +28,8 @@ def test_1f1b_computes_the_same_gradients_on_gloo():
     _check(launch(P.pipeline, "gloo", "1f1b", None), "1f1b")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("schedule", SCHEDULES)
 @pytest.mark.parametrize("bug", ["skip", "extra", "backward"])
-def test_a_diverging_stage_is_reported(schedule, bug):
-    err = report_of(P.pipeline, "inproc", schedule, bug)
-    names_rank_and_line(err, P.BUGGY_RANK[bug])
+def test_a_diverging_stage_is_reported_alike_on_both_backends(schedule, bug, backend):
+    reported_alike(P.pipeline, backend, P.BUGGY_RANK[bug], schedule, bug)
