@@ -143,7 +143,13 @@ def _scaled_sum(x, group):
     return funcol.all_reduce(x * 2, "sum", group) + 1
 
 
+def _doubled_gather(x, group):
+    return funcol.all_gather_single(x * 2, 0, group)
+
+
 def compiled_funcol(bug=None):
+    """A compiled all-reduce, then a compiled differentiable gather whose backward pass
+    reduce-scatters (the compiled backward graph's collective)."""
     dist.init_process_group("gloo")
     r = dist.get_rank()
     step = torch.compile(_scaled_sum, backend="aot_eager")
@@ -151,7 +157,12 @@ def compiled_funcol(bug=None):
     out = None
     for _ in range(calls):
         out = step(torch.full((3,), float(r)), dist.group.WORLD)
-    return out
+    x = torch.full((3,), float(r), requires_grad=True)
+    loss = torch.compile(_doubled_gather, backend="aot_eager")(x, dist.group.WORLD)
+    loss = loss.square().sum()
+    if not _buggy(bug, "backward"):
+        loss.backward()
+    return {"sum": out, "grad": x.grad}
 
 
 # -- pipelining ------------------------------------------------------------------------------
