@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 import torch.distributed as tdist
 
-from ..backends.external.torchrun import run_this_rank
+from ..backends.external.torchrun import ENDS, run_this_rank
 from ..backends.run_ranks import run_ranks
 from ..comm.launch_config import LaunchConfig, check_log_dir
 from ..comm.outcome import LaunchOutcome
@@ -154,7 +154,7 @@ def run_torchrun_rank(target: ScriptTarget, instances: list[InstanceLayout],
                             config.backend)
     try:
         return run_this_rank(places, program, (), config, group_table(instances),
-                             one_report=True)
+                             one_report=ENDS)
     finally:
         # The script's own default group is left to the worker's exit otherwise, where gloo's
         # threads can still run as the interpreter ends (SIGABRT, "terminate called without
