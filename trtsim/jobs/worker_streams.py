@@ -8,7 +8,8 @@ rank's stdout and stderr are what the script writes through ``sys.stdout`` and
 ``sys.stderr`` while that rank runs (``print``, ``warnings``, ``logging`` handlers made by
 the script, tracebacks): during the launch both are a ``RoutedStream`` that sends a write to
 the file of the rank whose context makes it (``route_inproc``). A write to the descriptor
-itself (``os.write(1, ...)``, native code) reaches the console on inproc. Either way the
+itself (``os.write(1, ...)``, native code), or from a thread the script starts (a new
+thread's context is empty), reaches the console on inproc. Either way the
 console copy is the launcher's (``ConsoleTee``), as torchrun's agent tails its workers' files.
 """
 
@@ -128,8 +129,9 @@ def worker_output(logs: WorkerLogs | None, backend: str) -> Iterator[None]:
         if backend == "inproc":
             def targets(which: str) -> dict[int, IO[str]]:
                 chosen = {r: getattr(s, which) for r, s in enumerate(logs.ranks)}
-                return {r: opened.setdefault(p, open(p, "a", encoding="utf-8"))
-                        for r, p in chosen.items() if p != CONSOLE}
+                for path in set(chosen.values()) - {CONSOLE} - set(opened):
+                    opened[path] = open(path, "a", encoding="utf-8")
+                return {r: opened[p] for r, p in chosen.items() if p != CONSOLE}
             sys.stdout = RoutedStream(out, targets("stdout"))   # type: ignore[assignment]
             sys.stderr = RoutedStream(err, targets("stderr"))   # type: ignore[assignment]
         yield
