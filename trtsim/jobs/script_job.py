@@ -122,12 +122,13 @@ class ScriptProgram:
     def variables(self, rank: int) -> dict[str, str]:
         """torchrun's variables of global rank ``rank``."""
         world, local = self.world, self.nproc_per_node
-        own = {} if self.logs is None else {
+        own = {} if self.logs is None else {      # where torchrun's @record writes
             "TORCHELASTIC_ERROR_FILE": self.logs.ranks[rank % local].error_file}
-        return own | {"RANK": str(rank), "LOCAL_RANK": str(rank % local), "WORLD_SIZE": str(world),
-                "LOCAL_WORLD_SIZE": str(local), "GROUP_RANK": str(rank // local),
-                "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(world),
-                "MASTER_ADDR": self.master[0], "MASTER_PORT": str(self.master[1])}
+        return own | {
+            "RANK": str(rank), "LOCAL_RANK": str(rank % local), "WORLD_SIZE": str(world),
+            "LOCAL_WORLD_SIZE": str(local), "GROUP_RANK": str(rank // local),
+            "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(world),
+            "MASTER_ADDR": self.master[0], "MASTER_PORT": str(self.master[1])}
 
     def __call__(self, dist) -> ScriptEnd:
         from .rank_environ import set_rank_vars

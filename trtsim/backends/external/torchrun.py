@@ -95,7 +95,7 @@ def run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
     ``one_report``: how a report ends the job once, as ``job_ending`` says (rank 0 prints it
     and leaves last, the others leave first, printing nothing) -- ``ENDS`` (``python -m
     trtsim.torchrun``): at once, here; ``RAISES`` (``trtsim.launch``): the report is raised
-    here on every rank, for a caller to catch, and ends the job so where it is not caught;
+    here on every rank, for a caller to catch, and ends the job where nobody catches it;
     None: it is raised on every rank, and the job ends as the caller has it.
     What it installs (the environment of ``SAFE_ENV``, the call log's signal handler, the
     watch thread, the stand-ins) is installed inside the ``try`` whose ``finally`` removes
