@@ -3,7 +3,8 @@ the report is printed once, by rank 0; the other ranks print nothing of trtsim's
 traceback; the job's status is 1; torchrun's summary names one failed rank, none ended by a
 signal; no store warning follows the report (the ranks leave rank 0's or the agent's store
 before it goes). The script's own warnings and c10d's warnings unrelated to the store still
-print. ``trtsim launch``'s count is in tests/test_launch_cli.py."""
+print. So does a script that calls ``trtsim.launch(..., backend="torchrun")`` itself under
+torchrun. ``trtsim launch``'s count is in tests/test_launch_cli.py."""
 
 import os
 import re
@@ -51,11 +52,26 @@ TORCH_JOB = textwrap.dedent("""
 """)
 
 
-def torchrun(tmp_path, *args):
+# The same job with trtsim.launch as its last line, started as `torchrun ... job.py`.
+# With a second argument every rank catches the report, as launch() raises it.
+LAUNCH_JOB = TORCH_JOB.replace("""    main(sys.argv[1])""", """    import trtsim
+    try:
+        trtsim.launch(main, tp=4, backend="torchrun", intercept=("torch",), timeout=60,
+                      args=(sys.argv[1],))
+    except trtsim.CollectiveError as err:
+        if len(sys.argv) < 3:
+            raise
+        os.write(1, f"CAUGHT {os.environ['RANK']} {type(err).__name__}\\n".encode())
+        sys.exit(0)
+    print("RETURNED", os.environ["RANK"])""")
+assert LAUNCH_JOB != TORCH_JOB
+
+
+def torchrun(tmp_path, *args, text=TORCH_JOB):
     script = tmp_path / "job.py"
-    script.write_text(TORCH_JOB)
-    cmd = [TORCHRUN, "--standalone", "--nproc-per-node", "4", "-m", "trtsim.torchrun",
-           str(script), *args]
+    script.write_text(text)
+    wrapped = ["-m", "trtsim.torchrun"] if text == TORCH_JOB else []
+    cmd = [TORCHRUN, "--standalone", "--nproc-per-node", "4", *wrapped, str(script), *args]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=400, cwd=tmp_path,
                           env=dict(os.environ, PYTHONPATH=ROOT))
 
@@ -80,13 +96,15 @@ def report_of(lines: list[str], head: str) -> tuple[list[str], list[str]]:
     return lines[start[0]:end], lines[:start[0]] + lines[end:]
 
 
-@pytest.mark.parametrize("kind, head", [
-    ("skip", "CollectiveDeadlock: 3 ranks blocked"),
-    ("other_op", "CollectiveMismatch: world group [0, 1, 2, 3]"),
-    ("raises", "RankFailed: rank 1 raised KeyError: 'no such request'"),
-])
-def test_torchrun_prints_one_report_and_names_one_failed_rank(tmp_path, kind, head):
-    out = torchrun(tmp_path, kind)
+@pytest.mark.parametrize("kind, head, text", [
+    ("skip", "CollectiveDeadlock: 3 ranks blocked", TORCH_JOB),
+    ("other_op", "CollectiveMismatch: world group [0, 1, 2, 3]", TORCH_JOB),
+    ("raises", "RankFailed: rank 1 raised KeyError: 'no such request'", TORCH_JOB),
+    ("skip", "CollectiveDeadlock: 3 ranks blocked", LAUNCH_JOB),
+    ("raises", "RankFailed: rank 1 raised KeyError: 'no such request'", LAUNCH_JOB),
+], ids=["skip", "other_op", "raises", "launch-skip", "launch-raises"])
+def test_torchrun_prints_one_report_and_names_one_failed_rank(tmp_path, kind, head, text):
+    out = torchrun(tmp_path, kind, text=text)
     text = out.stdout + out.stderr
     assert out.returncode == 1, text[-4000:]
     assert not any(noise in text for noise in STORE_NOISE), text[-4000:]
@@ -100,11 +118,20 @@ def test_torchrun_prints_one_report_and_names_one_failed_rank(tmp_path, kind, he
     ours = [line for line in rest if line not in warnings and not line.startswith("  ")]
     assert "Traceback" not in "\n".join(rest) and len(ours) <= EXTRA, rest
     assert len(report) >= 4 and sum("Traceback" in line for line in report) <= 1
+    assert "RETURNED" not in out.stdout         # launch() ended the job: no rank went on
 
 
-def test_torchrun_runs_a_clean_script_with_status_0(tmp_path):
-    out = torchrun(tmp_path, "clean")
+def test_a_report_launch_raises_under_torchrun_is_caught_on_every_rank(tmp_path):
+    out = torchrun(tmp_path, "raises", "catch", text=LAUNCH_JOB)
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
+    assert sorted(out.stdout.splitlines()) == [f"CAUGHT {r} RankFailed" for r in range(4)]
+
+
+@pytest.mark.parametrize("text", [TORCH_JOB, LAUNCH_JOB], ids=["module", "launch"])
+def test_torchrun_runs_a_clean_script_with_status_0(tmp_path, text):
+    out = torchrun(tmp_path, "clean", text=text)
+    assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
+    assert out.stdout.count("RETURNED") == (4 if text == LAUNCH_JOB else 0)
 
 
 MPI_SKIP = textwrap.dedent("""

@@ -13,6 +13,7 @@ from .guard.lockstep import summarize
 from .comm.latent_gate import LatentGate
 from .comm.launch_config import LaunchConfig
 from .backends.run_ranks import run_ranks
+from .backends.external.torchrun import RAISES
 from .layout.places import InstanceLayout
 from .layout.topology import Deployment, InstanceSpec, topology
 from .perf.comm_cost import HOST_GATHER_MEASURED
@@ -131,7 +132,12 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     ``gates_in=("vllm",)``: packages whose gates a flip controls, besides the program's module.
 
     Returns ``results`` with ``results[r]`` global rank r's return value, or raises the report:
-    CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout.
+    CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout. Under torchrun
+    (``backend="torchrun"``, or torchrun detected) every process is one rank and raises the
+    report (a rank whose program raised: ``RankFailed``), so a caller can catch it; where
+    it is not caught, the job ends with it printed once, with no traceback: rank 0 prints it
+    and ends with status 1 after every other rank has ended with status 0, printing nothing
+    (``backends.external.job_ending``), so torchrun's summary names one failed rank.
     """
     check_call(prog, args, attention_dp)
     config = LaunchConfig(backend, guard, seed, timeout, clock_model=default_clock_model(),
@@ -141,7 +147,7 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     if config.intercept and _takes_no_dist(prog, args):
         prog = WithoutDist(prog)
     instances = instances_of(deployment, tp, pp, cp, attention_dp)
-    outcome = run_ranks(instances, prog, args, config)
+    outcome = run_ranks(instances, prog, args, config, one_report=RAISES)
     if outcome.error is not None:
         raise outcome.error
     latent, absorbed = outcome.latent, list[LatentGate]()

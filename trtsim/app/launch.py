@@ -27,10 +27,6 @@ REFUSED = {
     "rdzv_id": "one node's ranks rendezvous in trtsim's own store",
     "rdzv_conf": "one node's ranks rendezvous in trtsim's own store",
     "node_rank": "trtsim launch runs one node",
-    "log_dir": "the workers' output is not redirected to files (inproc ranks share one "
-               "process); use torchrun --log-dir ... -m trtsim.torchrun",
-    "redirects": "the workers' output is not redirected (inproc ranks share one process)",
-    "tee": "the workers' output is not redirected (inproc ranks share one process)",
     "no_python": "the script is run by this Python, on every rank",
     "run_path": "the script is always run as a file (or -m module)",
     "monitor_interval": "trtsim's monitor watches the ranks",
@@ -38,10 +34,9 @@ REFUSED = {
     "local_addr": "one node's ranks rendezvous in trtsim's own store",
     "role": "every rank runs the one script",
     "event_log_handler": "the elastic agent's events are torchrun's",
-    "local_ranks_filter": "every rank's output is shown (inproc ranks share one process)",
-    "duplicate_stdout_filters": "the workers' output is not redirected",
-    "duplicate_stderr_filters": "the workers' output is not redirected",
-    "logs_specs": "the workers' output is not redirected",
+    "duplicate_stdout_filters": "the workers' logs are not filtered into other files",
+    "duplicate_stderr_filters": "the workers' logs are not filtered into other files",
+    "logs_specs": "the workers' logs are laid out as torchrun's default LogsSpecs does",
     "numa_binding": "ranks are not bound to NUMA nodes",
     "signals_to_handle": "trtsim launch handles Ctrl-C itself (status 130)",
     "shutdown_timeout": "a report ends the ranks at once",
@@ -82,8 +77,7 @@ def add_parser(sub) -> None:
                    help="torchrun's: the script is a module name, run as python -m would")
     for name in REFUSED:
         _torchrun_flag(p, name, argparse.SUPPRESS, default=None)
-    p.add_argument("-r", dest="redirects", help=argparse.SUPPRESS, default=None)
-    p.add_argument("-t", dest="tee", help=argparse.SUPPRESS, default=None)
+    _add_stream_flags(p)
     own = p.add_argument_group("trtsim's own")
     own.add_argument("--tp", type=int, default=0, help="TP size of the layout (default: the "
                      "world over pp x cp)")
@@ -111,6 +105,24 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_launch)
 
 
+def _add_stream_flags(p) -> None:
+    """torchrun's flags for the workers' stdout and stderr (``jobs.worker_logs``)."""
+    _torchrun_flag(p, "log_dir", "torchrun's: base folder of the workers' logs; each launch "
+                   "writes in DIR/<run id>_<random>/attempt_0/<local rank>/{stdout,stderr}.log "
+                   "(default: a temporary folder, when --redirects or --tee asks for files)",
+                   default=None, metavar="DIR")
+    p.add_argument("-r", "--redirects", default="0", metavar="MODE",
+                   help="torchrun's: the workers' streams to their log files instead of the "
+                   "console: 0 none, 1 stdout, 2 stderr, 3 both, or per local rank (0:1,1:2). "
+                   "inproc: what a rank writes through sys.stdout/sys.stderr")
+    p.add_argument("-t", "--tee", default="0", metavar="MODE",
+                   help="torchrun's: the workers' streams to their log files and to the "
+                   "console, each line after [default<local rank>]: (values as --redirects)")
+    _torchrun_flag(p, "local_ranks_filter", "torchrun's: only these local ranks' streams "
+                   "reach the console (e.g. 0,1); their log files are written all the same",
+                   default="", metavar="RANKS")
+
+
 def _intercepts(text: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in text.split(",") if n.strip())
     bad = [n for n in names if n not in INTERCEPTS]
@@ -133,7 +145,9 @@ def script_launch(args):
                         args.attention_dp, args.deployment, args.backend,
                         _intercepts(args.intercept), tuple(args.rank_local),
                         args.call_log_dir, args.timeout, args.seed,
-                        master_addr=args.master_addr, master_port=args.master_port)
+                        master_addr=args.master_addr, master_port=args.master_port,
+                        log_dir=args.log_dir, redirects=args.redirects, tee=args.tee,
+                        local_ranks_filter=args.local_ranks_filter)
 
 
 def cmd_launch(args) -> int:
@@ -142,8 +156,12 @@ def cmd_launch(args) -> int:
     from .interrupt import InterruptLatch
     launch = script_launch(args)
     launch.instances()                          # a layout that is not the world: exit 2 now
+    logs = launch.worker_logs()
+    if logs is not None and logs.attempt_dir is not None:
+        print(f"trtsim launch: the workers' logs: {logs.attempt_dir}/<local rank>/",
+              file=sys.stderr, flush=True)
     with InterruptLatch():
-        outcome = run_script(launch)
+        outcome = run_script(launch, logs=logs)
     sys.stdout.flush()
     for note in outcome.notes:
         if note.startswith("the script asked for"):

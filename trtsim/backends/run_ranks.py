@@ -17,9 +17,11 @@ from .external.torchrun import run_this_rank, torchrun_mode
 
 
 def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
-              config: LaunchConfig, progress: Callable[[str], None] | None = None) -> LaunchOutcome:
+              config: LaunchConfig, progress: Callable[[str], None] | None = None, *,
+              one_report: str | None = None) -> LaunchOutcome:
     """Run ``program(dist, *args)`` on every rank; the outcome carries results or the report.
-    ``progress`` receives a line about once a second on long runs."""
+    ``progress`` receives a line about once a second on long runs. ``one_report``: under
+    torchrun, how a report ends the job once (``external.torchrun.run_this_rank``)."""
     places = rank_places(instances, config.delays)
     groups = group_table(instances)
     if config.log_dir is not None:
@@ -29,7 +31,8 @@ def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
         return world.run(program, tuple(args))
     mode = torchrun_mode(config.backend)
     if mode is not None:
-        outcome = run_this_rank(places, program, tuple(args), config, groups)
+        outcome = run_this_rank(places, program, tuple(args), config, groups,
+                                one_report=one_report)
         outcome.notes.insert(0, mode)
         return outcome
     if config.log_dir is not None and config.launch is None:

@@ -24,6 +24,8 @@ import runpy
 import sys
 from dataclasses import dataclass
 
+from .worker_logs import WorkerLogs
+
 # torchrun's per-worker variables, as torch/distributed/elastic/agent/server/api.py sets them
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                  "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -101,13 +103,16 @@ class ScriptEnd:
 class ScriptProgram:
     """The rank program of a script launch: ``program(dist)`` on every rank (picklable, for
     the process backends). ``world`` ranks in all, ``nproc_per_node`` of them a node (local
-    ranks); ``master`` is the ``MASTER_ADDR``/``MASTER_PORT`` pair every rank sees."""
+    ranks); ``master`` is the ``MASTER_ADDR``/``MASTER_PORT`` pair every rank sees;
+    ``logs``: where each local rank's stdout and stderr go (``worker_logs``; None: the
+    console)."""
 
     target: ScriptTarget
     world: int
     nproc_per_node: int
     master: tuple[str, int]
     backend: str = "inproc"
+    logs: WorkerLogs | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.nproc_per_node <= self.world:
@@ -117,20 +122,30 @@ class ScriptProgram:
     def variables(self, rank: int) -> dict[str, str]:
         """torchrun's variables of global rank ``rank``."""
         world, local = self.world, self.nproc_per_node
-        return {"RANK": str(rank), "LOCAL_RANK": str(rank % local), "WORLD_SIZE": str(world),
-                "LOCAL_WORLD_SIZE": str(local), "GROUP_RANK": str(rank // local),
-                "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(world),
-                "MASTER_ADDR": self.master[0], "MASTER_PORT": str(self.master[1])}
+        own = {} if self.logs is None else {      # where torchrun's @record writes
+            "TORCHELASTIC_ERROR_FILE": self.logs.ranks[rank % local].error_file}
+        return own | {
+            "RANK": str(rank), "LOCAL_RANK": str(rank % local), "WORLD_SIZE": str(world),
+            "LOCAL_WORLD_SIZE": str(local), "GROUP_RANK": str(rank // local),
+            "ROLE_RANK": str(rank), "ROLE_WORLD_SIZE": str(world),
+            "MASTER_ADDR": self.master[0], "MASTER_PORT": str(self.master[1])}
 
     def __call__(self, dist) -> ScriptEnd:
         from .rank_environ import set_rank_vars
         set_rank_vars(self.variables(dist.global_rank))
+        if self.logs is not None:
+            self._route(dist.global_rank % self.nproc_per_node)
         first = os.path.dirname(self.target.path) if self.target.path else os.getcwd()
         if first not in sys.path:                # a process rank: as python script.py has it
             sys.path.insert(0, first)
         sys.argv = self.target.argv              # the same on every rank: one list will do
         try:
-            self.target.run()
+            try:
+                self.target.run()
+            finally:
+                # a process rank ends with os._exit: what the script printed is written now
+                sys.stdout.flush()
+                sys.stderr.flush()
         except SystemExit as exc:
             if exc.code not in (None, 0):
                 raise ScriptExit(f"{self.target.name} called sys.exit({exc.code!r})") from None
@@ -141,6 +156,14 @@ class ScriptProgram:
         if asked is not None and asked != self.backend:
             dist.note(_backend_note(self.backend, asked))
         return ScriptEnd(asked)
+
+    def _route(self, local_rank: int) -> None:
+        """This rank's stdout and stderr to its log files (``worker_streams``)."""
+        from .worker_streams import redirect_process, route_inproc
+        if self.backend == "inproc":
+            route_inproc(local_rank)
+        else:
+            redirect_process(self.logs.ranks[local_rank])      # type: ignore[union-attr]
 
 
 def _from_script(tb, script: str):

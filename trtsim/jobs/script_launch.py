@@ -3,7 +3,8 @@ layout, on one of trtsim's backends, with torch.distributed (and mpi4py) guarded
 
 torchrun's world is ``nproc_per_node`` x ``nnodes`` processes; trtsim's is a layout (TP x PP
 x CP, or a deployment's two instances). The layout defaults to one TP group of the whole
-world, and a layout that is given must have the world's ranks.
+world, and a layout that is given must have the world's ranks. Where the workers' stdout and
+stderr go is torchrun's ``--log-dir``/``--redirects``/``--tee`` (``worker_logs``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Callable, Iterator
 
 import torch.distributed as tdist
 
-from ..backends.external.torchrun import run_this_rank
+from ..backends.external.torchrun import ENDS, run_this_rank
 from ..backends.run_ranks import run_ranks
 from ..comm.launch_config import LaunchConfig, check_log_dir
 from ..comm.outcome import LaunchOutcome
@@ -25,8 +26,11 @@ from ..launching import default_clock_model, instances_of
 from ..layout.places import InstanceLayout, group_table, rank_places
 from .rank_environ import rank_environ
 from .script_job import ScriptProgram, ScriptTarget
+from .worker_logs import StreamFlags, WorkerLogs, make_run_dir, plan
+from .worker_streams import worker_output
 
 LOOPBACK = "127.0.0.1"
+PREFIX_TEMPLATE = "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"   # torchrun's, for tee'd lines
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,10 @@ class ScriptLaunch:
     guard: str = "strict"
     master_addr: str | None = None               # MASTER_ADDR the ranks see (loopback)
     master_port: int | None = None               # MASTER_PORT (a free port)
+    log_dir: str | None = None                   # torchrun's: the workers' logs' base folder
+    redirects: str = "0"                         # torchrun's: streams to files, not the console
+    tee: str = "0"                               # torchrun's: streams to files and the console
+    local_ranks_filter: str = ""                 # torchrun's: the local ranks on the console
 
     def __post_init__(self) -> None:
         for name in ("nproc_per_node", "nnodes"):
@@ -64,6 +72,7 @@ class ScriptLaunch:
             raise ValueError("--deployment lays out the ranks itself: give it or --tp/--pp/"
                              "--cp, not both")
         self.config()                               # bad flags fail here, before any rank
+        self.stream_flags()
 
     @property
     def world(self) -> int:
@@ -95,6 +104,19 @@ class ScriptLaunch:
         sizes = [("tp", spec.tp_size), ("pp", spec.pp_size), ("cp", spec.cp_size)]
         text = " x ".join(f"{k} {v}" for k, v in sizes if v > 1 or k == "tp")
         return text + (", attention DP" if self.attention_dp else "")
+
+    def stream_flags(self) -> StreamFlags:
+        """torchrun's stream flags, checked (ValueError naming the flag)."""
+        return StreamFlags(self.nproc_per_node, self.log_dir, self.redirects, self.tee,
+                           self.local_ranks_filter)
+
+    def worker_logs(self) -> WorkerLogs | None:
+        """Where each rank's stdout and stderr go; its folders are made now (None: the
+        console, as without the flags)."""
+        flags = self.stream_flags()
+        if flags.inert:
+            return None
+        return plan(flags, make_run_dir(flags), os.environ.get(PREFIX_TEMPLATE))
 
     def config(self) -> LaunchConfig:
         return LaunchConfig(self.backend, self.guard, self.seed, self.timeout,
@@ -128,14 +150,15 @@ def _as_python_runs_it(launch: ScriptLaunch) -> Iterator[None]:
         sys.path[:] = saved_path
 
 
-def run_script(launch: ScriptLaunch,
-               progress: Callable[[str], None] | None = None) -> LaunchOutcome:
-    """Run the script on every rank; the outcome holds the report, if any (``error``)."""
+def run_script(launch: ScriptLaunch, progress: Callable[[str], None] | None = None,
+               logs: WorkerLogs | None = None) -> LaunchOutcome:
+    """Run the script on every rank, its stdout and stderr where ``logs`` says
+    (``launch.worker_logs()``); the outcome holds the report, if any (``error``)."""
     instances = launch.instances()
     master = (launch.master_addr or LOOPBACK, launch.master_port or free_port())
     program = ScriptProgram(launch.target, launch.world, launch.nproc_per_node, master,
-                            launch.backend)
-    with _as_python_runs_it(launch):
+                            launch.backend, logs)
+    with _as_python_runs_it(launch), worker_output(logs, launch.backend):
         return run_ranks(instances, program, (), launch.config(), progress)
 
 
@@ -154,7 +177,7 @@ def run_torchrun_rank(target: ScriptTarget, instances: list[InstanceLayout],
                             config.backend)
     try:
         return run_this_rank(places, program, (), config, group_table(instances),
-                             one_report=True)
+                             one_report=ENDS)
     finally:
         # The script's own default group is left to the worker's exit otherwise, where gloo's
         # threads can still run as the interpreter ends (SIGABRT, "terminate called without

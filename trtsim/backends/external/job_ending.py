@@ -35,12 +35,14 @@ GONE_WAIT_S = 5.0        # a rank that said it leaves is a process that ends at 
 
 class JobEnding:
     """One rank's way out of a job a report ended (``finish``). ``stays``: the rank waits to
-    be ended by the launcher (mpirun) instead of ending with status 0 (torchrun)."""
+    be ended by the launcher (mpirun) instead of ending with status 0 (torchrun).
+    ``raises`` (``trtsim.launch`` under torchrun): the rank raises the report to its caller
+    first, and leaves only where nobody catches it (``finish_if_uncaught``)."""
 
     def __init__(self, ledger, rank: int, size: int, logger=None, *, stays: bool,
-                 stay_s: float = 330.0):
+                 stay_s: float = 330.0, raises: bool = False):
         self.ledger, self.rank, self.size, self.logger = ledger, rank, size, logger
-        self.stays, self.stay_s = stays, stay_s
+        self.stays, self.stay_s, self.raises = stays, stay_s, raises
         self._printed = threading.Lock()         # this process prints the report once
         self._finishing = threading.Lock()       # one thread of the process leaves
         self._store = threading.Lock()           # held for good once this rank said it leaves
@@ -61,6 +63,23 @@ class JobEnding:
             call_log_writer.end_process(self.logger, 0)
         time.sleep(self.stay_s)                  # mpirun ends this process once rank 0 left
         call_log_writer.end_process(self.logger, 1)
+
+    def finish_if_uncaught(self, report: BaseException) -> None:
+        """``report`` is about to be raised to the program's caller: should it reach the top
+        of the main thread uncaught, the process leaves the job as ``finish`` says, instead
+        of printing its traceback on every rank (torchrun would then name every rank failed,
+        most by its SIGTERM). Python's hook for an uncaught exception is the one place that
+        knows it was not caught; any other exception goes to the hook found here (c10d's
+        ``[rankN]:`` one, where the program made a default group)."""
+        previous = sys.excepthook
+
+        def hook(kind, value, tb):
+            if value is report:
+                self.logger = None               # the main thread closed the call log
+                self.finish(report)
+            previous(kind, value, tb)
+
+        sys.excepthook = hook
 
     def print_report(self, report: object) -> None:
         """Print the report, if this process has not yet (rank 0's monitor may have)."""

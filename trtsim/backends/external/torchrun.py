@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
 
 ENV_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+ENDS, RAISES = "ends", "raises"         # run_this_rank's one_report: how a report ends a job
 
 
 def torchrun_mode(backend: str) -> str | None:
@@ -89,10 +90,13 @@ def _group_plan(config: LaunchConfig, local_rank: int) -> GroupPlan:
 
 def run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
                   config: LaunchConfig, group_table: dict, *,
-                  one_report: bool = False) -> LaunchOutcome:
+                  one_report: str | None = None) -> LaunchOutcome:
     """Run the rank program for this process's rank (torchrun); every rank gets all results.
-    ``one_report`` (``python -m trtsim.torchrun``): a report ends the process as
-    ``job_ending`` says -- rank 0 prints it and leaves last -- instead of raising it here.
+    ``one_report``: how a report ends the job once, as ``job_ending`` says (rank 0 prints it
+    and leaves last, the others leave first, printing nothing) -- ``ENDS`` (``python -m
+    trtsim.torchrun``): at once, here; ``RAISES`` (``trtsim.launch``): the report is raised
+    here on every rank, for a caller to catch, and ends the job where nobody catches it;
+    None: it is raised on every rank, and the job ends as the caller has it.
     What it installs (the environment of ``SAFE_ENV``, the call log's signal handler, the
     watch thread, the stand-ins) is installed inside the ``try`` whose ``finally`` removes
     it; a default process group the script made is used and left as it was found."""
@@ -112,7 +116,8 @@ def run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
 
 
 def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
-                   config: LaunchConfig, group_table: dict, one_report: bool) -> LaunchOutcome:
+                   config: LaunchConfig, group_table: dict,
+                   one_report: str | None) -> LaunchOutcome:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     if world != len(places):
@@ -132,7 +137,8 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
         ledger = StoreLedger(tdist.distributed_c10d._get_default_store(), rank, world)  # noqa: SLF001
         groups = build_groups(group_table, plan.backend, plan.stage_cuda)
         dist = start_rank(rank, places, groups, plan, ledger, logger, config, ledger.abort).dist
-        ending = JobEnding(ledger, rank, world, logger, stays=False) if one_report else None
+        ending = (JobEnding(ledger, rank, world, logger, stays=False, raises=one_report == RAISES)
+                  if one_report is not None else None)
         watch = StoreWatch(ledger, places, logger, finds=rank == 0, grace=GRACE_S, ending=ending)
         try:
             result = run_program(dist, config, lambda: (program, args))
@@ -183,11 +189,15 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
 
 
 def _raise_report(ledger: StoreLedger, ending: JobEnding | None):
-    """The report that ended the launch: raised here, or (``one_report``) this rank's way
-    out of the job (``JobEnding.finish``, which does not return)."""
+    """The report that ended the launch: raised here (``RAISES``: ending the job where it is
+    not caught), or (``ENDS``) this rank's way out of the job (``JobEnding.finish``, which
+    does not return)."""
+    report = ledger.abort_error()
     if ending is not None:
-        ending.finish(ledger.abort_error())
-    raise ledger.abort_error() from None
+        if not ending.raises:
+            ending.finish(report)
+        ending.finish_if_uncaught(report)
+    raise report from None
 
 
 def _ended(ledger: StoreLedger) -> bool:
