@@ -3,7 +3,6 @@ children, stopped ranks, launch ids). Module level, so the process backends can 
 
 import os
 import signal
-import time
 
 
 def _raw_ledger(dist):
