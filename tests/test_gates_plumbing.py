@@ -91,10 +91,11 @@ def test_gates_in_refuses_plumbing():
                           gates_in=(name,))
 
 
-def test_gates_under_torchrun_are_refused():
+def test_flip_under_torchrun_is_refused_and_observe_taken():
     from trtsim.comm.launch_config import LaunchConfig
     with pytest.raises(ValueError, match="torchrun"):
-        LaunchConfig(backend="torchrun", gates="observe")
+        LaunchConfig(backend="torchrun", gates="flip")
+    assert LaunchConfig(backend="torchrun", gates="observe").gates == "observe"
 
 
 def test_cli_run_flip_proves_the_sticky_flag_of_trtsims_own_transceiver(tmp_path):

@@ -6,11 +6,15 @@ the virtual clock, taken from the performance model's measured host-gather cost.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Callable
 
 from .guard.lockstep import summarize
+from .comm.flip_aim import FlipAim
 from .comm.latent_gate import LatentGate
+from .backends.counterexample import load_flip, write_launch_flip, written_flips
+from .backends.gate_flip import explain_flip, flip_all
 from .comm.launch_config import LaunchConfig
 from .backends.run_ranks import run_ranks
 from .backends.external.torchrun import RAISES
@@ -101,13 +105,28 @@ def instances_of(deployment: "str | Deployment | None", tp: int, pp: int, cp: in
     return [InstanceLayout("ctx", "ctx", dep.ctx), InstanceLayout("gen", "gen", dep.gen)]
 
 
+def _aim_of(flip, gates: str) -> FlipAim | None:
+    """``launch``'s ``flip``: a flip file's aim, an aim as is, or None."""
+    if flip is None:
+        return None
+    if gates != "flip":
+        raise ValueError(f"flip={flip!r} replays one flip: give gates='flip' with it")
+    if isinstance(flip, FlipAim):
+        return flip
+    if not isinstance(flip, (str, os.PathLike)):
+        raise ValueError(f"flip={flip!r} must be a file launch(gates='flip') wrote, or a "
+                         "FlipAim")
+    return load_flip(os.fspath(flip))
+
+
 def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: bool = False,
            backend: str = "inproc", args: tuple = (), timeout: float = 60.0,
            guard: str = "strict", seed: int = 0, *, deployment: "str | Deployment | None" = None,
            iteration_marker: str | None = None, wrappers: tuple[str, ...] = (),
            intercept: tuple[str, ...] = (), log_dir: str | None = None,
            rank_local: tuple[str, ...] = (), gates: str = "off",
-           gates_in: tuple[str, ...] = ()) -> LaunchResults:
+           gates_in: tuple[str, ...] = (), flip: "str | FlipAim | None" = None,
+           out_dir: str | None = None) -> LaunchResults:
     """Run ``prog(dist, *args)`` on every rank of a tp x pp x cp instance, or of both
     instances of a ``deployment`` (a topology id or a Deployment: ctx ranks first, then gen;
     ``dist.role`` says which, ``trtsim.Peer`` reaches the other instance).
@@ -130,6 +149,10 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     launch once per gate with its outcome flipped on one member, keeping in ``latent`` the
     gates whose flip gave a report (``LatentGate.flip``) and in ``absorbed`` the rest.
     ``gates_in=("vllm",)``: packages whose gates a flip controls, besides the program's module.
+    Each flip that gave a report is written as a counterexample file into ``out_dir`` (default:
+    a new temporary folder), named by ``LatentGate.counterexample``; ``flip=FILE`` (with
+    ``gates="flip"`` and the launch's program, layout and arguments) replays that one flip
+    and raises its report.
 
     Returns ``results`` with ``results[r]`` global rank r's return value, or raises the report:
     CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout. Under torchrun
@@ -140,19 +163,23 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     (``backends.external.job_ending``), so torchrun's summary names one failed rank.
     """
     check_call(prog, args, attention_dp)
+    aim = _aim_of(flip, gates)
     config = LaunchConfig(backend, guard, seed, timeout, clock_model=default_clock_model(),
                           iteration_marker=iteration_marker, wrappers=wrappers,
                           intercept=intercept, log_dir=log_dir, rank_local=rank_local,
-                          gates=gates, gates_in=gates_in)
+                          gates=gates, gates_in=gates_in, flip=aim)
     if config.intercept and _takes_no_dist(prog, args):
         prog = WithoutDist(prog)
     instances = instances_of(deployment, tp, pp, cp, attention_dp)
     outcome = run_ranks(instances, prog, args, config, one_report=RAISES)
+    if aim is not None:
+        explain_flip(outcome.error, aim)
     if outcome.error is not None:
         raise outcome.error
     latent, absorbed = outcome.latent, list[LatentGate]()
     if config.gates == "flip" and latent:
-        from .backends.gate_flip import flip_all
         latent, absorbed = flip_all(instances, prog, args, config, latent)
+        latent = written_flips(latent, out_dir, lambda gate, folder: write_launch_flip(
+            gate, folder, prog, seed, backend))
     return LaunchResults(outcome.results, summarize(outcome.divergences), outcome.notes,
                          latent, absorbed)

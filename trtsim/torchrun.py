@@ -49,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--guard", choices=GUARDS, default="strict", help="guard mode (default strict)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds before a rank's wait is reported as hung (default 300)")
+    p.add_argument("--gates", choices=("off", "observe"), default="off",
+                   help="observe: rank 0 prints each latent gate after the script (default off)")
     p.add_argument("--call-log-dir", default=None, metavar="DIR",
                    help="every rank writes its call log here, for trtsim analyze")
     p.add_argument("-m", "--module", action="store_true",
@@ -73,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         intercept = tuple(n.strip() for n in args.intercept.split(",") if n.strip())
         config = LaunchConfig(args.backend, args.guard, 0, args.timeout,
                               clock_model=default_clock_model(), wrappers=("runpy",),
-                              intercept=intercept, log_dir=args.call_log_dir)
+                              intercept=intercept, log_dir=args.call_log_dir,
+                              gates=args.gates)
         target = ScriptTarget(None if args.module else args.script,
                               args.script if args.module else None, tuple(args.args))
         tp = args.tp or max(1, world // max(1, args.pp * args.cp))
@@ -84,10 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         _bad_input(str(exc))
     try:
-        run_torchrun_rank(target, instances, config)
+        outcome = run_torchrun_rank(target, instances, config)
     except Exception as exc:  # noqa: BLE001 - the script's failure: its traceback, status 1
         traceback.print_exception(exc)
         return 1
+    if os.environ["RANK"] == "0":                    # every rank has them: one prints
+        for gate in outcome.latent:
+            print(gate.line(), flush=True)
     return 0
 
 

@@ -48,6 +48,9 @@ def _add_run(sub) -> None:
                    help="latent gates: observe lists each condition that decided a collective "
                    "and differs by rank while the ranks agree; flip also replays each with its "
                    "outcome flipped on one member (default: the scenario's gates key)")
+    p.add_argument("--out", metavar="DIR",
+                   help="with --gates flip: write each flip that gives a report here, as a "
+                   "scenario that trtsim run replays (default: a new temporary folder)")
     p.set_defaults(func=cmd_run)
 
 

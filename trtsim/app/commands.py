@@ -55,7 +55,10 @@ def _scenario_files(*sources: str | None) -> tuple[str, ...]:
 
 def cmd_run(args) -> int:
     inputs = _scenario_files(args.scenario)
-    check_outputs([Output("--json", args.json), Output("--trace", args.trace)], inputs)
+    out = getattr(args, "out", None)
+    check_outputs([Output("--json", args.json), Output("--trace", args.trace),
+                   Output("--out", out, folder=True)], inputs)
+    from ..backends.counterexample import NotWritten
     from ..jobs.dispatch import run_any
     from ..timeline.trace import write_trace
     from ..scenario.perf import PerfScenario
@@ -71,7 +74,10 @@ def cmd_run(args) -> int:
                        "per-rank census (--census prints the control plane it priced)")
     _single_threaded_torch()
     with InterruptLatch() as latch, Progress("run", check=latch.check) as progress:
-        result = run_any(scenario, progress=progress, backend=args.backend)
+        try:
+            result = run_any(scenario, progress=progress, backend=args.backend, out_dir=out)
+        except NotWritten as exc:
+            raise BadInput(f"--out {exc}") from None
     print(result.summary())
     if args.census:
         print()

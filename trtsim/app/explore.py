@@ -14,11 +14,11 @@ from __future__ import annotations
 import copy
 import os
 import random
+import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-import yaml
 from hypothesis import HealthCheck, Phase, find, settings
 from hypothesis.errors import NoSuchExample
 
@@ -28,7 +28,7 @@ from ..layout.topology import topologies, topology
 from ..scenario.functional import ScenarioError, load_raw, resolve, set_dotted
 from ..scenario.registry import kind_of
 from ..strategies import by_size, overrides as override_strategy
-from ..safe_write import atomic_writer
+from ..backends.counterexample import report_header, write_counterexample
 from .hunt import HUNTS, is_violation
 from .output import writing
 
@@ -105,12 +105,14 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
     resolved = resolve(raw, source)                      # bad input fails here, once
     expect, name = resolved.expect, resolved.name
     counter = {"runs": 0, "violations": 0, "first": None, "t0": time.monotonic()}
+    scratch = tempfile.TemporaryDirectory(prefix="trtsim_explore_")
     update = getattr(progress, "update", None)
 
     def violates(variant: dict) -> bool:
         counter["runs"] += 1
         try:
-            res = run(raw, overrides=variant)
+            # a variant's flipped runs go to scratch: the final run's are the ones kept
+            res = run(raw, overrides=variant, out_dir=scratch.name)
         except ScenarioError:
             return False                                 # an impossible variant, not a finding
         bad = is_violation(res.verdict, res.scenario.expect, res.kv_verified, hunt) or any(
@@ -140,13 +142,15 @@ def explore(scenario, examples: int = 200, seed: int = 0, vary: tuple[str, ...] 
         found = _search(tuple(vary), examples - 1, seed, violates, notes)
     wall = lambda: time.monotonic() - counter["t0"]  # noqa: E731
     if found is None:
+        scratch.cleanup()
         if counter["runs"] < examples:
             notes.append(f"the search ended after {counter['runs']} of {examples} variants: "
                          "hypothesis found no further distinct variant of the varied keys")
         return ExploreResult(False, None, None, counter["runs"], wall_s=wall(), notes=notes,
                              requested=examples, hunt=hunt)
     found = _polish(found, tuple(vary), violates)
-    final = run(raw, overrides=found)
+    scratch.cleanup()
+    final = run(raw, overrides=found, out_dir=out_dir)
     path = _write(raw, found, final, source, out_dir) if out_dir else None
     return ExploreResult(True, found, final.error, counter["runs"], path, final, wall(),
                          counter["violations"], notes, examples, counter["first"], hunt)
@@ -254,15 +258,10 @@ def _write(raw: dict, found: dict, result: RunResult, source: str, out_dir: str)
         set_dotted(scenario, key, value)
     scenario.pop("backend", None)
     scenario["name"] = f"{scenario.get('name', 'scenario')}_counterexample"
-    os.makedirs(out_dir, exist_ok=True)
     path = os.path.join(out_dir, f"{scenario['name']}.yaml")
-    header = (f"# Found by trtsim explore from {source}: the smallest variant that breaks it.\n"
-              f"# Varied: {', '.join(found)}. Verdict: {result.verdict}.\n"
-              f"# Replay: trtsim run {path}\n")
-    if result.error is not None:
-        header += "".join(f"#   {line}\n" for line in str(result.error).splitlines()[:6])
+    header = [f"Found by trtsim explore from {source}: the smallest variant that breaks it.",
+              f"Varied: {', '.join(found)}. Verdict: {result.verdict}.",
+              f"Replay: trtsim run {path}", *report_header(result.error)]
     with writing("--out", path):
-        with atomic_writer(path, inputs=(source,)) as f:
-            f.write(header)
-            yaml.safe_dump(scenario, f, sort_keys=False)
-    return path
+        return write_counterexample(out_dir, scenario["name"], header, scenario,
+                                    inputs=(source,))

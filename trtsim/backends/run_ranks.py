@@ -31,6 +31,10 @@ def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
         return world.run(program, tuple(args))
     mode = torchrun_mode(config.backend)
     if mode is not None:
+        if config.gates == "flip" and config.flip is None:
+            raise ValueError("gates='flip' under torchrun: a flip replays the launch, and a "
+                             "torchrun job runs each rank's program once; gates='observe' "
+                             "lists the latent gates there")
         outcome = run_this_rank(places, program, tuple(args), config, groups,
                                 one_report=one_report)
         outcome.notes.insert(0, mode)

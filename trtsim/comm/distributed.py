@@ -82,9 +82,12 @@ class Distributed(ArrayCalls):
         # What interception keeps for this rank (``intercept.rank_api.RankAPI.of`` makes it
         # on first use, and is the one place that sets it): comm knows nothing of its type.
         self.intercepted: object | None = None
-        # The launch's gate observer (``gate_watch.GateWatch``) when it asked for gates;
-        # None costs the hot path one attribute test.
-        self.gates = None
+
+    def wrap_transport(self, wrap: Callable[[Transport], Transport]) -> None:
+        """Route this rank's calls through ``wrap(transport)`` from now on: how a launch
+        that asks for gates puts its observer on the call's path (``gate_transport``),
+        leaving the path of every other launch without it."""
+        self._transport = wrap(self._transport)
 
     # -- identity (TensorRT-LLM's properties) --------------------------------------------
     rank = property(lambda self: self.mapping.rank)
@@ -161,8 +164,6 @@ class Distributed(ArrayCalls):
         """The executor's iteration counter; every later call record carries it."""
         self._iteration = int(iteration)
         self._transport.set_iteration(self._iteration)
-        if self.gates is not None:
-            self.gates.on_iteration()
 
     # -- gathers -------------------------------------------------------------------------
     def allgather(self, obj, *, label: str | None = None) -> list:
@@ -306,8 +307,6 @@ class Distributed(ArrayCalls):
                          api))
         census = (iteration, kind, label or api or op)
         self.census[census] = self.census.get(census, 0) + 1
-        if self.gates is not None:
-            self.gates.observe(rec)
         if run is None:
             return self._transport.collective(rec, payload)
         return self._transport.collective(rec, payload, run)

@@ -12,8 +12,8 @@ passed (by site):
   members agreed on it at earlier calls, and now reach the collective with different ones.
 
 One ``LatentGate`` per (site, group): the first iteration it showed. On inproc every rank
-posts here directly (one process); a lock keeps the threads of an intercepted launch apart
-(greenlets take turns: they need none).
+posts here directly (one process); ``ThreadedGateBoard`` keeps the threads of an intercepted
+launch apart (greenlets take turns: they need no lock).
 The common case -- every member passed the same gates with the same outcomes and keys -- is
 one comparison of their signatures.
 """
@@ -30,25 +30,16 @@ from .latent_gate import LatentGate
 class GateBoard:
     """The launch's comparison of gate observations; ``latent()`` the result."""
 
-    def __init__(self, threads: bool = False):
+    def __init__(self):
         self._pending: dict[tuple, dict[int, tuple]] = {}
         self._found: dict[tuple, LatentGate] = {}         # ((site, condition), group) -> gate
         self._agreed: dict[tuple, bool] = {}              # the same -> first agreed outcome
-        # ranks as threads (intercepted torch): one post at a time; greenlets take turns
-        self._lock = threading.Lock() if threads else None
+        self._last_agreed: dict[tuple, tuple] = {}        # members -> last agreed signature
 
     def post(self, rec, rank: int, sig: tuple, seen: list) -> None:
         """Rank ``rank`` reached ``rec`` past the gates of ``sig`` ((gate identity, outcome,
         key) each; a gate is its site, condition and column: two may share a line) and
         ``seen`` (``gate_watch.observe``'s raw entries, or ``Seen``), innermost first."""
-        lock = self._lock
-        if lock is None:
-            self._post(rec, rank, sig, seen)
-        else:
-            with lock:
-                self._post(rec, rank, sig, seen)
-
-    def _post(self, rec, rank: int, sig: tuple, seen: list) -> None:
         members = rec.group_ranks
         key = (rec.group_kind, members, rec.comm, rec.seq)
         posts = self._pending.get(key)
@@ -58,14 +49,24 @@ class GateBoard:
         if len(posts) < len(members):
             return
         del self._pending[key]
-        if all(p[0] == sig for p in posts.values()):   # the same gates, equal: done
-            agreed = self._agreed
-            for ident, outcome, _ in sig:
-                if (ident, members) not in agreed:
-                    agreed[(ident, members)] = outcome
+        for p in posts.values():
+            if p[0] != sig:
+                break
+        else:                                   # the same gates, equal: done
+            if sig and self._last_agreed.get(members) != sig:
+                self._agree(members, sig)
             return
         self._judge(rec, {r: [s if isinstance(s, Seen) else seen_of(s) for s in p[1]]
                           for r, p in posts.items()})
+
+    def _agree(self, members: tuple, sig: tuple) -> None:
+        """Each gate's first outcome on which ``members`` agreed; the signature is kept to
+        skip this while the group's next calls agree on the same one (the common case)."""
+        agreed = self._agreed
+        for ident, outcome, _ in sig:
+            if (ident, members) not in agreed:
+                agreed[(ident, members)] = outcome
+        self._last_agreed[members] = sig
 
     def _judge(self, rec, posts: dict[int, list]) -> None:
         by_rank: dict[int, dict] = {r: {} for r in posts}
@@ -92,6 +93,19 @@ class GateBoard:
     def latent(self) -> list[LatentGate]:
         """The latent gates, in the order they were first seen (after the ranks ran)."""
         return list(self._found.values())
+
+
+class ThreadedGateBoard(GateBoard):
+    """The board of a launch whose ranks are threads (intercepted torch): one post at a
+    time (greenlets take turns: the plain board needs no lock)."""
+
+    def __init__(self):
+        super().__init__()
+        self._lock = threading.Lock()
+
+    def post(self, rec, rank: int, sig: tuple, seen: list) -> None:
+        with self._lock:
+            super().post(rec, rank, sig, seen)
 
 
 def _decided(here: dict) -> bool:

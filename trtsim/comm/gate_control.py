@@ -12,28 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from dataclasses import dataclass
 
 from .current import current
+from .flip_aim import FlipAim
 from .gate_import import GateImporter
 from .gate_rewrite import module_of, restore, rewrite_module
 from .launch_config import NOT_GATED, in_package
-
-
-@dataclass(frozen=True)
-class FlipAim:
-    """Which evaluation a replay flips: the gate at ``path:line`` (column ``col``) on global
-    rank ``rank``, its ``evaluation``-th (1-based)."""
-
-    path: str
-    line: int
-    rank: int
-    evaluation: int
-    col: int = 0
-
-    def __post_init__(self) -> None:
-        if self.line < 1 or self.rank < 0 or self.evaluation < 1:
-            raise ValueError(f"flip aim {self!r}: line, rank and evaluation out of range")
 
 
 class GateControl:
@@ -56,7 +40,7 @@ class GateControl:
         self._latest[(rank, path, line, col)] = n
         aim = self.aim
         hit = aim is not None and aim.rank == rank and aim.evaluation == n and \
-            aim.line == line and aim.col == col and aim.path == path
+            aim.line == line and aim.col == col and aim.matches(path)
         if hit:
             self.flipped = True
         return hit, n

@@ -4,13 +4,16 @@ On inproc every rank posts to one ``GateBoard``. A rank of the process backends 
 posts instead (``GateRecorder``: each call's group, sequence and the gates it passed, their
 values as text -- the values themselves need not pickle) and writes them, when the program
 returns, to the launch's gate folder; the launcher reads every rank's file and feeds one
-board (``judge_recorded``), which compares the members of each call as inproc does.
+board (``judge_recorded``), which compares the members of each call as inproc does. A rank
+of a torchrun job hands its posts to the job's store instead (``backends.external.
+store_gates``), and every rank judges them all (``judge_rows``).
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..safe_write import write_bytes
@@ -50,13 +53,20 @@ class GateRecorder:
 
 def judge_recorded(folder: str, ranks: int) -> list[LatentGate]:
     """The latent gates of every rank's recorded posts (ranks without a file: none)."""
+    def saved():
+        for rank in range(ranks):
+            path = os.path.join(folder, f"gates_rank{rank}.pickle")
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    yield rank, pickle.load(f)
+    return judge_rows(saved())
+
+
+def judge_rows(by_rank: Iterable[tuple[int, list]]) -> list[LatentGate]:
+    """The latent gates of ranks' recorded posts (``GateRecorder.rows``, with the rank),
+    compared on one board as inproc compares them."""
     board = GateBoard()
-    for rank in range(ranks):
-        path = os.path.join(folder, f"gates_rank{rank}.pickle")
-        if not os.path.exists(path):
-            continue
-        with open(path, "rb") as f:
-            rows = pickle.load(f)
+    for rank, rows in by_rank:
         for call, sig, seen in rows:
             board.post(call, rank, sig, seen)
     return board.latent()

@@ -37,6 +37,6 @@ class Seen(NamedTuple):
 def seen_of(raw: tuple) -> Seen:
     """The ``Seen`` of one gate a rank passed (``observe``'s ``raw`` entry)."""
     entry, key, values, iteration, evaluation, parts = raw
-    gate, outcome, _, ident = entry[:4]
-    return Seen(ident[0], gate.condition, outcome, key, values, entry[7], iteration,
+    gate, outcome, _, ident = entry[:4]         # gate_watch._entry's layout
+    return Seen(ident[0], gate.condition, outcome, key, values, entry[6], iteration,
                 evaluation, gate.path, "", parts, gate.col)

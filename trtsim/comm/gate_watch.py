@@ -1,7 +1,8 @@
 """The gates one rank passed on its way to a collective, read from its frames at the call.
 
-``Distributed.issue_collective`` hands each record to the rank's ``GateWatch`` (only when a
-launch asked for gates: the communicator's ``gates`` is None otherwise). The watch walks the
+Each collective's record reaches the rank's ``GateWatch`` through its transport (wrapped in a
+``GatedTransport`` only when a launch asked for gates: with ``gates="off"`` a call's path has
+nothing of gates). The watch walks the
 frames between the rank program's entry and the call -- the program's own, not trtsim's
 plumbing (``origin._LAYER_PARTS``), torch's, the standard library's or a declared wrapper's
 -- and for each frame takes the gates (``trtsim.gates``) that govern the line it is at, with
@@ -15,16 +16,15 @@ value. Reading one runs no code of the program's but a property's, where an oper
 
 from __future__ import annotations
 
-import builtins
 import functools
 import os
-import sys
+from sys import _getframe
 from types import FrameType
-from typing import Any
 
 from ..gates import Gate, gates_at
-from .gate_values import PLAIN as _PLAIN
-from .gate_values import UNREADABLE, bool_parts, eq_pairs, key_of, meanings, truth_of
+from .gate_reader import reader_of
+from .gate_transport import GatedTransport
+from .gate_values import bool_parts, eq_pairs, meanings, truth_of
 from .origin import _ENTRY, _LAUNCH_FILE, _LAYER_PARTS, _THROUGH, _short_path
 
 _STDLIB = os.path.dirname(os.__file__)
@@ -38,8 +38,8 @@ class GateWatch:
 
     def __init__(self, rank: int, board, wrappers: tuple[str, ...] = (), control=None):
         self.rank, self.board, self.wrappers, self.control = rank, board, wrappers, control
-        self._skip: dict[int, tuple] = {}        # id(code) -> (code, skipped)
-        self._here: dict[tuple, tuple] = {}      # (id(code), lasti) -> (code, entries)
+        # id(code) -> (code, {lasti: entries}, or None for a frame not the program's)
+        self._codes: dict[int, tuple] = {}
         self._passes: dict[tuple, int] = {}      # gate identity -> passes seen (no control)
         self._marked = False                     # an iteration was set: use it
 
@@ -51,26 +51,47 @@ class GateWatch:
     def observe(self, rec, depth: int = 1) -> None:
         """Read the gates governing the call ``depth`` frames above this one, post them:
         the signature the members compare (gate, outcome, key), and per gate what a latent
-        one is made of (``Seen``, made by the board only when the signatures differ)."""
-        frame: FrameType | None = sys._getframe(depth + 1)
+        one is made of (``Seen``, made by the board only when the signatures differ).
+        Every guarded call of a launch with gates runs this: one dict lookup per frame, one
+        generated reader per gate (``gate_reader``), nothing made twice."""
+        frame: FrameType | None = _getframe(depth + 1)
         sig: list = []
         raw: list = []
-        skip, here = self._skip, self._here
+        codes, control, marked = self._codes, self.control, self._marked
         while frame is not None:
             code = frame.f_code
             if code is _ENTRY:
                 break
-            hit = skip.get(id(code))
-            if hit is None or hit[0] is not code:
-                hit = skip[id(code)] = (code, self._skipped(frame))
-            if not hit[1]:
-                found = here.get((id(code), frame.f_lasti))
-                if found is None or found[0] is not code:
-                    found = self._gates_here(frame)
-                if found[1] and not (frame.f_back is not None
-                                     and frame.f_back.f_code is _THROUGH):
-                    self._read(frame, found[1], rec, sig, raw)
-            frame = frame.f_back
+            known = codes.get(id(code))
+            if known is None or known[0] is not code:
+                known = codes[id(code)] = (code, None if self._skipped(frame) else {})
+            back = frame.f_back
+            by_instruction = known[1]
+            if by_instruction is None:          # trtsim's, torch's or a wrapper's frame
+                frame = back
+                continue
+            lasti = frame.f_lasti
+            found = by_instruction.get(lasti)
+            if found is None:
+                found = by_instruction[lasti] = _entries(code, code.co_filename, lasti,
+                                                         frame.f_lineno)
+            if found and (back is None or back.f_code is not _THROUGH):
+                local, glob = frame.f_locals, frame.f_globals
+                for entry in found:
+                    gate, outcome, suppression, ident, read, parts, _ = entry
+                    if suppression is not None and suppression.covers(rec.group_kind):
+                        continue
+                    values, key = read(glob, local)
+                    if control is not None:
+                        evaluation = self._evaluation(gate, ident)
+                    elif marked:
+                        evaluation = 0           # counted only where no iteration is set
+                    else:
+                        evaluation = self._passes[ident] = self._passes.get(ident, 0) + 1
+                    sig.append((ident, outcome, key))
+                    raw.append((entry, key, values, rec.iteration if marked else evaluation,
+                                evaluation, _parts(parts, key, glob, local) if parts else ()))
+            frame = back
         self.board.post(rec, self.rank, tuple(sig), raw)
 
     def _skipped(self, frame) -> bool:
@@ -80,39 +101,6 @@ class GateWatch:
         return (name == _LAUNCH_FILE or name.startswith(_STDLIB) and "site-packages" not in path
                 or any(part in path for part in _SKIPPED_PARTS)
                 or any(module == w or module.startswith(w + ".") for w in self.wrappers))
-
-    def _gates_here(self, frame) -> tuple:
-        """(code, the entries of the gates governing the frame's instruction), cached per
-        watch by the code's identity (cheap) over a cache shared by launches (by the code
-        object itself: hashing it hashes its bytecode, once per instruction and launch)."""
-        code, lasti = frame.f_code, frame.f_lasti
-        found = self._here[(id(code), lasti)] = (
-            code, _entries(code, code.co_filename, lasti, frame.f_lineno))
-        return found
-
-    def _read(self, frame, found: tuple, rec, sig: list, raw: list) -> None:
-        local = frame.f_locals
-        glob = frame.f_globals
-        control, passes, plain = self.control, self._passes, _PLAIN
-        for entry in found:
-            gate, outcome, means, ident, readers, pairs, parts = entry[:7]
-            if gate.suppression is not None and gate.suppression.covers(rec.group_kind):
-                continue
-            values = tuple([read(glob, local) for read in readers])
-            keys = [v if type(v) in plain else key_of(v, m) for v, m in zip(values, means)]
-            for i, j in pairs:
-                if values[j] is None:
-                    keys[i] = values[i] is None
-            key = tuple(keys)
-            if control is not None:
-                evaluation = self._evaluation(gate, ident)
-            elif self._marked:
-                evaluation = 0                   # counted only where no iteration is set
-            else:
-                evaluation = passes[ident] = passes.get(ident, 0) + 1
-            sig.append((ident, outcome, key))
-            raw.append((entry, key, values, rec.iteration if self._marked else evaluation,
-                        evaluation, _parts(parts, key, glob, local) if parts else ()))
 
     def _evaluation(self, gate: Gate, ident: tuple) -> int:
         """The control's count of the gate's evaluations on this rank; passes seen here for
@@ -144,13 +132,13 @@ def _entries(code, filename: str, lasti: int, line: int) -> tuple:
 
 def _entry(gate: Gate, line: int, col: int | None) -> tuple:
     """What a call at (line, col) reads of one gate, made once per instruction: the gate,
-    the outcome that lets it run, the operands' meanings, its identity (site, condition:
-    two gates may share a line), their readers, the ==/!= pairs, the or/and parts, and the
-    operands in source order."""
+    the outcome that lets it run, its suppression, its identity (site, condition, column:
+    two gates may share a line), the reader of its operands' values and key
+    (``gate_reader``), the or/and parts, and the operands in source order (``seen_of``)."""
     operands, means = _in_source_order(gate)
     ident = (f"{_short_path(gate.path)}:{gate.line}", gate.condition, gate.col)
-    return (gate, bool(gate.outcome_at(line, col)), means, ident,
-            tuple(map(_reader, operands)), eq_pairs(gate, operands),
+    return (gate, bool(gate.outcome_at(line, col)), gate.suppression, ident,
+            reader_of(operands, means, eq_pairs(gate, operands)),
             bool_parts(gate, operands), operands)
 
 
@@ -176,30 +164,6 @@ def _parts(parts: tuple, key: tuple, globals_: dict, locals_: dict) -> tuple:
     return tuple(out)
 
 
-def _reader(operand):
-    """A function reading ``operand`` in a frame's (globals, locals): a plain name by dict
-    lookups, anything else (attributes, constant subscripts, ``len``) by its compiled code."""
-    if operand.kind == "name":
-        name = operand.text
-        table = vars(builtins)
-
-        def read_name(globals_: dict, locals_: dict) -> Any:
-            if name in locals_:
-                return locals_[name]
-            if name in globals_:
-                return globals_[name]
-            return table.get(name, UNREADABLE)
-        return read_name
-    code = operand.code
-
-    def read(globals_: dict, locals_: dict) -> Any:
-        try:
-            return eval(code, globals_, locals_)
-        except Exception:                               # noqa: BLE001 -- unbound, raising
-            return UNREADABLE
-    return read
-
-
 def watch_gates(dists: list, config, control=None, board=None):
     """Give each rank's communicator its watch when the launch asked for gates; the board
     they share (None with ``gates="off"``, and in a flip's replay, which only flips).
@@ -208,8 +172,9 @@ def watch_gates(dists: list, config, control=None, board=None):
     if config.gates == "off" or config.flip is not None:
         return None
     if board is None:
-        from .gate_board import GateBoard
-        board = GateBoard(threads="torch" in config.intercept)
+        from .gate_board import GateBoard, ThreadedGateBoard
+        board = ThreadedGateBoard() if "torch" in config.intercept else GateBoard()
     for d in dists:
-        d.gates = GateWatch(d.global_rank, board, config.wrappers, control)
+        watch = GateWatch(d.global_rank, board, config.wrappers, control)
+        d.wrap_transport(lambda transport, w=watch: GatedTransport(transport, w))
     return board

@@ -19,7 +19,8 @@ class LatentGate:
     """One gate site on one group: ``site`` (``path:line``), ``condition`` (source text),
     ``collective`` (the call it decided, as reports name it), ``group_ranks`` (global, sorted),
     ``iteration`` (the first it showed at), each member's operand ``values`` and ``outcomes``,
-    and ``flip``: the report a flip of the gate caused, or None."""
+    ``flip``: the report a flip of the gate caused, or None, and ``counterexample``: the
+    file that replays that flip (written with the report), or None."""
 
     site: str
     condition: str
@@ -35,6 +36,8 @@ class LatentGate:
     evaluation: int = field(default=0, compare=False)
     path: str = field(default="", compare=False, repr=False)     # the gate's file, in full
     col: int = field(default=0, compare=False, repr=False)       # the test's column
+    # the flipped run, written as a replayable counterexample (``backends.counterexample``)
+    counterexample: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if ":" not in self.site:
@@ -52,6 +55,10 @@ class LatentGate:
         """This gate with the flip's report."""
         return replace(self, flip=report)
 
+    def with_counterexample(self, path: str) -> LatentGate:
+        """This gate with the file its flipped run was written to."""
+        return replace(self, counterexample=path)
+
     def line(self) -> str:
         """One line, as the CLI prints it after the verdict."""
         vals = "; ".join(f"rank {r}: {v}" for r, v in sorted(self.values.items()))
@@ -59,6 +66,8 @@ class LatentGate:
                 f"ranks {list(self.group_ranks)} (iteration {self.iteration}): {vals}")
         if self.flip is not None:
             text += f"; flipped on rank {self.flip_rank}: {self.flip.summary}"
+        if self.counterexample is not None:
+            text += f"; counterexample: {self.counterexample}"
         return text
 
     def to_dict(self) -> dict:
@@ -68,4 +77,4 @@ class LatentGate:
                 "values": {str(r): v for r, v in sorted(self.values.items())},
                 "outcomes": {str(r): o for r, o in sorted(self.outcomes.items())},
                 "flip": self.flip.to_dict() if self.flip is not None else None,
-                "flip_rank": self.flip_rank}
+                "flip_rank": self.flip_rank, "counterexample": self.counterexample}

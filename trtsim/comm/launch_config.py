@@ -61,10 +61,10 @@ class LaunchConfig:
         object.__setattr__(self, "rank_local", check_rank_local(self.rank_local))
         if self.gates not in GATE_MODES:
             raise ValueError(f"gates={self.gates!r}; expected one of {', '.join(GATE_MODES)}")
-        if self.gates != "off" and self.backend == "torchrun":
-            raise ValueError(f"gates={self.gates!r}: latent gates compare the ranks a launch "
-                             "runs (inproc, gloo, nccl); under torchrun this process is one "
-                             "rank")
+        if self.gates == "flip" and self.backend == "torchrun" and self.flip is None:
+            raise ValueError("gates='flip': a flip replays the launch, and under torchrun "
+                             "this process is one rank of a job that runs once; "
+                             "gates='observe' lists the latent gates there")
         object.__setattr__(self, "gates_in", check_gates_in(self.gates_in))
         if self.log_dir is not None:
             if not isinstance(self.log_dir, (str, os.PathLike)) or self.backend == "inproc":

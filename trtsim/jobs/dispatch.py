@@ -13,13 +13,15 @@ from .run import RunResult, run
 
 
 def run_any(source, overrides: dict | None = None, progress=None,
-            backend: str | None = None) -> "RunResult | PerfResult | ReplayResult":
+            backend: str | None = None,
+            out_dir: str | None = None) -> "RunResult | PerfResult | ReplayResult":
     """Load ``source`` (file, shipped name, mapping or resolved scenario) with ``overrides``
     and run it. ``backend`` applies to functional scenarios; a perf scenario simulates its
-    servers and runs no ranks, so asking for one is bad input (``ScenarioError``)."""
+    servers and runs no ranks, so asking for one is bad input (``ScenarioError``).
+    ``out_dir``: where a functional run with ``gates: flip`` writes its counterexamples."""
     scenario = load_any(source, overrides)
     if isinstance(scenario, Scenario):
-        return run(scenario, backend=backend, progress=progress)
+        return run(scenario, backend=backend, progress=progress, out_dir=out_dir)
     if isinstance(scenario, Replay):
         return run_replay(scenario, backend=backend, progress=progress)
     if backend is not None:

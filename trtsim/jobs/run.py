@@ -10,7 +10,8 @@ from ..calls.errors import CollectiveError, verdict_of
 from ..guard.lockstep import summarize
 from ..comm.latent_gate import LatentGate
 from ..comm.launch_config import LaunchConfig
-from ..backends.gate_flip import flip_all
+from ..backends.counterexample import written_flips
+from ..backends.gate_flip import explain_flip, flip_all
 from ..backends.run_ranks import run_ranks
 from ..disagg.transceiver_config import DisaggPeers
 from ..executor.report import ExecutorReport
@@ -19,6 +20,7 @@ from ..layout.places import InstanceLayout, rank_places, ranks_label
 from ..scenario.functional import Scenario, TransferWorkload, load_scenario
 from ..timeline.trace import rank_trace
 from .census import Census
+from .scenario_flip import write_scenario_flip
 from .serving_job import ServingJob, serving_program
 from .transfer_job import (TransferJob, TransferReport, completed_everywhere, transfer_program,
                            verify_transfer)
@@ -124,9 +126,12 @@ def _fmt(v) -> str:
 
 
 def run(scenario, backend: str | None = None, overrides: dict | None = None,
-        progress: Callable[[str], None] | None = None, trace: bool = False) -> RunResult:
+        progress: Callable[[str], None] | None = None, trace: bool = False,
+        out_dir: str | None = None) -> RunResult:
     """Run a scenario (path, mapping or Scenario) and judge it. ``trace`` keeps every call
-    of an inproc run (``RunResult.trace``) for timelines."""
+    of an inproc run (``RunResult.trace``) for timelines. With ``gates: flip``, each flip that
+    gave a report is written into ``out_dir`` (default: a new temporary folder) as a scenario
+    that replays it (``LatentGate.counterexample``)."""
     overrides = dict(overrides or {})
     if backend is not None:
         overrides["backend"] = backend
@@ -149,11 +154,16 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
     t0 = time.perf_counter()
     config = LaunchConfig(s.backend, s.guard, s.seed, s.timeout, s.delays, trace,
                           default_clock_model(), s.iteration_marker, s.wrappers, s.intercept,
-                          gates=s.gates, gates_in=PROGRAM_CODE if s.gates == "flip" else ())
+                          gates=s.gates, gates_in=PROGRAM_CODE if s.gates == "flip" else (),
+                          flip=s.flip)
     out = run_ranks(instances, program, (job,), config, progress=progress)
+    if s.flip is not None:                           # a flip's counterexample, replayed
+        explain_flip(out.error, s.flip)
     latent, absorbed = out.latent, list[LatentGate]()
-    if s.gates == "flip" and out.error is None and latent:
+    if s.gates == "flip" and s.flip is None and out.error is None and latent:
         latent, absorbed = flip_all(instances, program, (job,), config, latent)
+        latent = written_flips(latent, out_dir,
+                               lambda gate, folder: write_scenario_flip(gate, folder, s))
     wall = time.perf_counter() - t0
     n_ctx = dep.ctx.world_size
     roles = ["ctx"] * n_ctx + ["gen"] * dep.gen.world_size

@@ -16,6 +16,7 @@ from typing import Literal
 
 from ..checks import MAX_TIMEOUT_S, require_seconds
 from ..calls.errors import VERDICTS
+from ..comm.flip_aim import FlipAim
 from ..comm.launch_config import GATE_MODES, INTERCEPTABLE, check_intercept
 from ..guard.policy import GUARDS
 from ..comm.launch_config import BACKENDS
@@ -100,6 +101,10 @@ class Scenario:
         "help": "latent gates: off; observe lists the conditions that decided a collective and "
                 "differ by rank while the ranks agree; flip also replays each with its "
                 "outcome flipped on one member (launch(gates=...))"})
+    flip: FlipAim | None = field(default=None, metadata={
+        "type": "a mapping: site (path:line), condition, rank, evaluation, col",
+        "help": "with gates: flip, replay only this flip of one gate (what a flipped run's "
+                "counterexample holds); its report is the run's verdict"})
     source: str = field(default="<dict>", metadata={"internal": True})
     raw: dict = field(default_factory=dict, compare=False, metadata={"internal": True})
 
@@ -132,6 +137,7 @@ def resolve(raw: dict, source: str) -> Scenario:
         except ValueError as exc:
             raise ScenarioError(f"{source}: iteration_marker: {exc}") from None
     opts["name"] = scalar(Scenario, "name", raw, source) or os.path.basename(source)
+    opts["flip"] = _flip(source, raw, opts["gates"])
     try:
         require_seconds("timeout", opts["timeout"])
     except ValueError as exc:
@@ -159,6 +165,18 @@ def resolve(raw: dict, source: str) -> Scenario:
         source=source, raw=raw, **opts)
     check_sizes(scenario)                 # before any rank starts: see sizes.py
     return scenario
+
+
+def _flip(source: str, raw: dict, gates: str) -> FlipAim | None:
+    if raw.get("flip") is None:
+        return None
+    if gates != "flip":
+        raise err(source, "flip", raw["flip"], f"replays a flip: it needs gates: flip (got "
+                  f"gates: {gates})")
+    try:
+        return FlipAim.from_dict(raw["flip"], "flip")
+    except ValueError as exc:
+        raise ScenarioError(f"{source}: {exc}") from None
 
 
 def _wrappers(source: str, value) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import os
+from functools import partial
 from typing import TYPE_CHECKING, Any, Callable
 
 import torch
@@ -35,6 +36,7 @@ from ..process.culprit import is_peer_loss
 from ..process import call_log_writer
 from ..process.rank_start import GroupPlan, build_groups, join_default_group, run_program, start_rank
 from .job_ending import JobEnding
+from .store_gates import judged_gates, publish_gates
 from .store_ledger import StoreLedger
 from .store_watch import StoreWatch
 from ..process.torch_ops import TorchGroup
@@ -141,7 +143,8 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
                   if one_report is not None else None)
         watch = StoreWatch(ledger, places, logger, finds=rank == 0, grace=GRACE_S, ending=ending)
         try:
-            result = run_program(dist, config, lambda: (program, args))
+            keep = partial(publish_gates, ledger) if config.gates == "observe" else None
+            result = run_program(dist, config, lambda: (program, args), keep)
         except (Reported, Aborted):
             ledger.set_status(rank, FAILED)
             _raise_report(ledger, ending)
@@ -167,6 +170,7 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
             ledger.wait_all_done()
         except Aborted:
             _raise_report(ledger, ending)
+        latent = judged_gates(ledger, world) if keep is not None else []
         results: list[Any] = [None] * world
         tdist.all_gather_object(results, result, group=groups["world"].obj)
     finally:
@@ -182,10 +186,12 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
         _leave(groups, made)
     census: list[dict] = [{} for _ in range(world)]
     census[rank] = dict(dist.census)
-    return LaunchOutcome(results, None, census, [],
-                         [f"torchrun: rank {rank} of {world} (local rank {local_rank}), "
-                          f"{plan.backend}" + ("" if made else ", the script's default group"),
-                          *dist.notes])
+    outcome = LaunchOutcome(results, None, census, [],
+                            [f"torchrun: rank {rank} of {world} (local rank {local_rank}), "
+                             f"{plan.backend}" + ("" if made else ", the script's default "
+                                                  "group"), *dist.notes])
+    outcome.latent = latent
+    return outcome
 
 
 def _raise_report(ledger: StoreLedger, ending: JobEnding | None):

@@ -121,19 +121,24 @@ def rank_distributed(place: RankPlace, transport: TorchTransport,
 
 
 def run_program(dist: Distributed, config: LaunchConfig,
-                load: Callable[[], tuple[Callable, tuple]]) -> Any:
+                load: Callable[[], tuple[Callable, tuple]],
+                keep_gates: Callable[[list], None] | None = None) -> Any:
     """Run the rank program that ``load`` gives (program, args) with the launch's stand-ins
     and marker installed; ``load`` runs after the stand-ins, so the program's modules import
-    them."""
+    them. With gates, the rank's gate posts go to the launch's gate folder, or to
+    ``keep_gates`` (a torchrun job's store: ``external.store_gates``) when given."""
     with intercept.installed(config.intercept) as interception:
         interception.attach(dist)
         program, args = load()
         with markers.installed(config.iteration_marker), \
                 gates_installed(config, program) as control:
             gate_dir = config.gate_dir
-            recorder = GateRecorder() if gate_dir is not None else None
+            keeps = config.flip is None and (gate_dir is not None or keep_gates is not None)
+            recorder = GateRecorder() if keeps else None
             watch_gates([dist], config, control, recorder)
             result = call_rank_program(program, dist, args)
-            if recorder is not None and gate_dir is not None and config.flip is None:
+            if recorder is not None and keep_gates is not None:
+                keep_gates(recorder.rows)
+            elif recorder is not None and gate_dir is not None:
                 recorder.save(gate_dir, dist.global_rank)
             return result
