@@ -21,7 +21,7 @@ ROOT = pathlib.Path(trtsim.__file__).parent
 # roots, the runtime model, then the communication stack (backends > intercept > comm > guard
 # > calls), layout at the bottom. perf is a pure cost model beside them; postmortem reads a
 # hang's files with the guard's rules, and a replay is a scenario.
-BASE = {"checks", "safe_write"}     # the limits and the one safe writer: leaves
+BASE = {"checks", "safe_write", "user_cache"}   # limits, the one safe writer, the cache: leaves
 LAYOUT = BASE | {"layout"}
 PERF = LAYOUT | {"perf"}
 TIMELINE = LAYOUT | {"timeline"}
@@ -43,7 +43,8 @@ SCENARIO = RUNTIME | PERF | POSTMORTEM | {"scenario"}
 ROOTS = SCENARIO | BACKENDS | {"jobs", "launching"}
 STRATEGIES = DISAGG | {"strategies"}          # the public hypothesis strategies
 ALLOWED = {
-    "checks": BASE, "safe_write": BASE, "layout": LAYOUT, "perf": PERF, "timeline": TIMELINE,
+    "checks": BASE, "safe_write": BASE, "user_cache": BASE, "layout": LAYOUT, "perf": PERF,
+    "timeline": TIMELINE,
     "calls": CALLS, "guard": GUARD, "gates": GATES, "comm": COMM, "intercept": INTERCEPT,
     "backends": BACKENDS,
     "state": STATE, "kernels": KERNELS, "model": MODEL, "spec": SPEC, "disagg": DISAGG,

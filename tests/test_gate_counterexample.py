@@ -50,12 +50,15 @@ def test_flip_file_replays_the_same_report_on_gloo(tmp_path):
     assert again.explanation.startswith(f"the gate at {gate.site}")
 
 
-def test_without_out_dir_each_launch_gets_its_own_folder():
+def test_without_out_dir_a_gate_keeps_one_file_in_the_user_cache(tmp_path, monkeypatch):
+    # runs that find the same gate again replace its file: nothing piles up
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     runs = [trtsim.launch(gp.dp_zero_token, tp=2, args=([[3, 5]],), gates="flip")
             for _ in range(2)]
     paths = [r.latent[0].counterexample for r in runs]
-    assert all(os.path.isfile(p) for p in paths)
-    assert os.path.dirname(paths[0]) != os.path.dirname(paths[1])
+    assert paths[0] == paths[1] and os.path.isfile(paths[0])
+    assert os.path.dirname(paths[0]) == str(tmp_path / "trtsim" / "flips")
+    assert os.listdir(tmp_path / "trtsim" / "flips") == [os.path.basename(paths[0])]
 
 
 def test_observe_writes_nothing(tmp_path):

@@ -150,9 +150,9 @@ def launch(prog: Callable, tp: int = 1, pp: int = 1, cp: int = 1, attention_dp: 
     gates whose flip gave a report (``LatentGate.flip``) and in ``absorbed`` the rest.
     ``gates_in=("vllm",)``: packages whose gates a flip controls, besides the program's module.
     Each flip that gave a report is written as a counterexample file into ``out_dir`` (default:
-    a new temporary folder), named by ``LatentGate.counterexample``; ``flip=FILE`` (with
-    ``gates="flip"`` and the launch's program, layout and arguments) replays that one flip
-    and raises its report.
+    the user's cache folder, ``~/.cache/trtsim/flips``), named by ``LatentGate.counterexample``;
+    ``flip=FILE`` (with ``gates="flip"`` and the launch's program, layout and arguments) replays
+    that one flip and raises its report.
 
     Returns ``results`` with ``results[r]`` global rank r's return value, or raises the report:
     CollectiveMismatch, CollectiveDeadlock, RankFailed or CollectiveTimeout. Under torchrun

@@ -50,7 +50,8 @@ def _add_run(sub) -> None:
                    "outcome flipped on one member (default: the scenario's gates key)")
     p.add_argument("--out", metavar="DIR",
                    help="with --gates flip: write each flip that gives a report here, as a "
-                   "scenario that trtsim run replays (default: a new temporary folder)")
+                   "scenario that trtsim run replays (default: ~/.cache/trtsim/flips, or "
+                   "$XDG_CACHE_HOME/trtsim/flips)")
     p.set_defaults(func=cmd_run)
 
 

@@ -12,6 +12,7 @@ from .interrupt import InterruptLatch
 from .output import BadInput, document, result_document, write_json, writing
 from .output_paths import Output, check_outputs
 from .progress import Progress
+from ..user_cache import user_cache
 
 EXIT_OK, EXIT_VIOLATION, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -127,8 +128,7 @@ def _hypothesis_home() -> None:
     if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
         return
     from hypothesis.configuration import set_hypothesis_home_dir
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    set_hypothesis_home_dir(os.path.join(cache, "trtsim", "hypothesis"))
+    set_hypothesis_home_dir(user_cache("hypothesis"))
 
 
 def cmd_explore(args) -> int:

@@ -5,13 +5,14 @@ latent gate (``gates="flip"``) that gave a report. A file is YAML under a few co
 saying what it reproduces and how: a scenario (``trtsim run FILE``) for a scenario's run, or,
 for ``launch()`` of a Python program, ``kind: gate_flip`` with the flip (``FlipAim``) that
 ``launch(..., gates="flip", flip=FILE)`` replays. Written whole and renamed into place
-(``safe_write``); a folder of each launch's own when none is given.
+(``safe_write``). Without a folder, flips go to the user's cache folder
+(``$XDG_CACHE_HOME/trtsim/flips``), one file per gate and member, so a run that finds the same
+gate again replaces its file rather than adding a folder.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 
 import yaml
@@ -20,6 +21,7 @@ from ..calls.errors import CollectiveError
 from ..comm.flip_aim import FlipAim
 from ..comm.latent_gate import LatentGate
 from ..safe_write import OutputIsInput, atomic_writer
+from ..user_cache import user_cache
 
 FLIP_KIND = "gate_flip"                 # a launch's flip file: kind: gate_flip
 REPORT_LINES = 6                        # of the report, quoted in the header
@@ -57,14 +59,14 @@ def flip_name(prefix: str, aim: FlipAim) -> str:
 def written_flips(kept: list[LatentGate], folder: str | None,
                   write: Callable[[LatentGate, str], str]) -> list[LatentGate]:
     """``kept`` (gates whose flip gave a report), each with the counterexample ``write``
-    wrote for it into ``folder`` (default: a new folder of this launch's own)."""
+    wrote for it into ``folder`` (default: the user's cache folder, ``trtsim/flips``)."""
     if not kept:
         return kept
     try:
-        where = folder if folder is not None else tempfile.mkdtemp(prefix="trtsim_flips_")
+        where = folder if folder is not None else user_cache("flips")
         return [gate.with_counterexample(write(gate, where)) for gate in kept]
     except (OSError, OutputIsInput) as exc:       # OutputIsInput: the scenario it came from
-        raise NotWritten(f"{folder or 'a temporary folder'}: cannot write the flipped "
+        raise NotWritten(f"{folder or user_cache('flips')}: cannot write the flipped "
                          f"run ({getattr(exc, 'strerror', None) or exc})") from None
 
 

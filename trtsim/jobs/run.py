@@ -130,8 +130,8 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
         out_dir: str | None = None) -> RunResult:
     """Run a scenario (path, mapping or Scenario) and judge it. ``trace`` keeps every call
     of an inproc run (``RunResult.trace``) for timelines. With ``gates: flip``, each flip that
-    gave a report is written into ``out_dir`` (default: a new temporary folder) as a scenario
-    that replays it (``LatentGate.counterexample``)."""
+    gave a report is written into ``out_dir`` (default: the user's cache folder,
+    ``trtsim/flips``) as a scenario that replays it (``LatentGate.counterexample``)."""
     overrides = dict(overrides or {})
     if backend is not None:
         overrides["backend"] = backend
