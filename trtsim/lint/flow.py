@@ -38,7 +38,7 @@ class Flow(Values, Stores):
         self.control: list[Taint] = []
         self.declared_global: set[str] = set()
         self.rebound: set[str] = set()
-        self.assigned: dict[str, list[str]] = {}
+        self.assigned: dict[str, list[ast.expr]] = {}     # rendered when a group asks
         self.current: ast.stmt | None = None
         self.reads: set = set()                 # what this walk read from the facts
         self.built_here: dict[str, Taint] = {}  # a constructor's own attributes, so far
@@ -54,7 +54,7 @@ class Flow(Values, Stores):
         return join(*self.control) if self.control else EMPTY
 
     def alternatives(self, name: str) -> list[str]:
-        return self.assigned.get(name, [])
+        return [self.text(node) for node in self.assigned.get(name, ())]
 
     def reached(self) -> Taint:
         """The taint of this function running at all: the conditions of its analysed call
@@ -175,7 +175,8 @@ class Flow(Values, Stores):
             if self.fn is not None and stmt.value is not None:
                 taint = join(self.expr(stmt.value), self.ctrl())
                 self.facts.add(self.facts.returns, self.fn.key, taint)
-            elif self.fn is not None and self.ctrl():   # a bare return: whether it returns
+            elif self.fn is not None:       # a bare return: whether it returns (the add
+                # is tried even with no taint: the walk's writes must not hang on the facts)
                 self.facts.add(self.facts.returns, self.fn.key, self.ctrl())
         elif isinstance(stmt, ast.If):
             self.branches(self.test(stmt.test), stmt.body, stmt.orelse, test=stmt.test)

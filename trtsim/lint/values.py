@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .collectives import groups_of, is_collective
+from .collectives import groups_of
 from .origins import EMPTY, Taint, join, sanitised, step
 from .sources import call_origin, rank_name, rank_origin, uniform_name
 
@@ -190,7 +190,7 @@ class Values:
         positional = [self.expr(a) for a in node.args]
         named = [(k.arg, self.expr(k.value)) for k in node.keywords]
         args = join(*positional, *(t for _, t in named))
-        op = is_collective(node, self.extra, self.text)
+        op = self.program.op_of(node, self.extra, self.text)
         if op is not None:
             groups, _how = groups_of(node, op, self.text, self.alternatives)
             first = node.args[0] if node.args else None
@@ -226,13 +226,13 @@ class Values:
         facts.mark_called(callee.key)
         params = callee.own_params
         for i, (arg, taint) in enumerate(zip(node.args, positional)):
-            if i < len(params) and not isinstance(arg, ast.Starred) and taint:
-                facts.add(facts.params, (callee.key, params[i]),
-                          step(taint, f"passed as {params[i]} to {callee.name}() at {where}"))
+            if i < len(params) and not isinstance(arg, ast.Starred):
+                facts.add(facts.params, (callee.key, params[i]), taint and step(
+                    taint, f"passed as {params[i]} to {callee.name}() at {where}"))
         for key, taint in named:
-            if key in params and taint:
-                facts.add(facts.params, (callee.key, key),
-                          step(taint, f"passed as {key} to {callee.name}() at {where}"))
+            if key in params:
+                facts.add(facts.params, (callee.key, key), taint and step(
+                    taint, f"passed as {key} to {callee.name}() at {where}"))
         reached = join(self.ctrl(), self.reached())
         facts.add(facts.reach, callee.key, step(reached, f"{callee.name}() called at {where}"))
         result = _this_call(facts.read(facts.returns, callee.key, self.reads), callee.name,
