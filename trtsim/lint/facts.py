@@ -42,6 +42,7 @@ class Facts:
     changed: bool = False
     grown: set = field(default_factory=set)        # (table, key) grown this round
     writes: set | None = None                      # (table, key) the current walk tries
+    known: dict = field(default_factory=dict)      # (table, key) -> its origins' identities
 
     def add(self, table: dict, key, taint: Taint) -> None:
         """Grow ``table[key]`` by the origins of ``taint`` it lacks (bounded). The key is
@@ -54,13 +55,18 @@ class Facts:
         have = table.get(key, EMPTY)
         if len(have) >= MAX_ORIGINS:
             return
-        known = {_identity(o) for o in have}
+        slot = (id(table), key)
+        known = self.known.get(slot)
+        if known is None:
+            known = self.known[slot] = {_identity(o) for o in have}
         new = [o for o in taint if _identity(o) not in known]
         if new:
             room = MAX_ORIGINS - len(have)
             if len(new) > room:         # which ones are kept may not hang on hash order
                 new.sort(key=_order)
-            table[key] = frozenset((*have, *new[:room]))
+            new = new[:room]
+            table[key] = frozenset((*have, *new))
+            known.update(_identity(o) for o in new)
             self.changed = True
             self.grown.add((id(table), key))
 

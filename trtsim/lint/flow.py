@@ -15,7 +15,7 @@ import ast
 
 from ..gates.model import exits
 from .origins import EMPTY, Taint, join, origin
-from .sources import config_annotation, option_name, selects_one, uniform_name
+from .sources import config_annotation, option_name, uniform_name
 from .stores import Stores
 from .values import Values, dotted
 
@@ -120,7 +120,7 @@ class Flow(Values, Stores):
             self.stmt(stmt)
             if isinstance(stmt, (ast.If, ast.Assert)) and \
                     (isinstance(stmt, ast.Assert) or exits(stmt.body)):
-                if selects_one(stmt.test):
+                if self.program.splits(stmt.test):
                     self.control.append(EMPTY)       # a root/non-root split: see branches
                     pushed += 1
                     continue
@@ -134,7 +134,7 @@ class Flow(Values, Stores):
         """Walk each block on a copy of the environment under ``taint``; join after. A local
         set in a branch is, after the join, decided by the test too (within the branch it is
         not: every member that runs the branch took the same outcome)."""
-        if test is not None and selects_one(test):
+        if test is not None and self.program.splits(test):
             # a root/non-root split (``is_last_rank``, ``rank == src``) decides which part of
             # a protocol a member plays, not data: what one member computes or sets there is
             # what the collective of the split hands (or pairs with) the others

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..gates.model import function_gates
 from .collectives import is_collective
+from .sources import selects_one
 from ..gates.source import SourceText
 
 MAX_CANDIDATES = 2
@@ -128,6 +129,7 @@ class Program:
         self._family_paths: dict = {}
         self._resolved: dict = {}
         self._ops: dict = {}
+        self._splits: dict = {}
         for module in modules:
             self._index(module)
         for classes in self.classes_by_name.values():
@@ -215,6 +217,13 @@ class Program:
         if key not in self._resolved:
             self._resolved[key] = self._resolve(call, caller)
         return self._resolved[key]
+
+    def splits(self, test: ast.expr) -> bool:
+        """``sources.selects_one(test)``, decided once per test."""
+        key = id(test)
+        if key not in self._splits:
+            self._splits[key] = selects_one(test)
+        return self._splits[key]
 
     def op_of(self, call: ast.Call, extra: frozenset, text) -> str | None:
         """``collectives.is_collective`` of a call, decided once per call (``extra`` is the

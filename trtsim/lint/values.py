@@ -82,15 +82,16 @@ class Values:
         return taint
 
     def expr(self, node) -> Taint:
-        if node is None or isinstance(node, (ast.Constant, ast.Lambda)):
-            return EMPTY
-        if isinstance(node, ast.Name):
+        kind = type(node)               # a parsed tree's nodes are of the exact ast classes
+        if kind is ast.Name:
             return self.name(node)
-        if isinstance(node, ast.Attribute):
+        if kind is ast.Attribute:
             return self.attribute(node)
-        if isinstance(node, ast.Call):
+        if kind is ast.Call:
             return self.call(node)
-        if isinstance(node, ast.IfExp):
+        if node is None or kind is ast.Constant or kind is ast.Lambda:
+            return EMPTY
+        if kind is ast.IfExp:
             return join(self.test(node.test), self.expr(node.body), self.expr(node.orelse))
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(node)
