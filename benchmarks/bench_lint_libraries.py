@@ -4,9 +4,9 @@ what it resolves there (docs/LINT.md, "Building on a library").
     python benchmarks/bench_lint_libraries.py PACKAGE_DIR [--only NAME] [--limit N]
 
 For every .py file of the package: ``ast`` (parse) and ``symtable`` (scopes: which names are
-local, global, free); ``libcst`` (parse into a concrete tree, and its ScopeProvider: the
-assignments each name access reaches); ``astroid`` (build its tree, and infer the callee of
-every call, as pylint's inference does); ``beniget`` (def-use chains over ``gast``). Prints
+local, global, free); ``libcst-parse`` (parse into a concrete tree) and ``libcst`` (that, and its ScopeProvider: the
+assignments each name access reaches); ``astroid-build`` (build its tree) and ``astroid``
+(that, and infer the callee of every call, as pylint's inference does); ``beniget`` (def-use chains over ``gast``). Prints
 CPU seconds and counts, one line per library.
 """
 
@@ -74,6 +74,31 @@ def run_libcst(files) -> str:
     return f"{modules} modules; {accesses} name accesses, {resolved} tied to an assignment"
 
 
+def run_libcst_parse(files) -> str:
+    import libcst as cst
+    modules = 0
+    for _path, text in files:
+        try:
+            cst.parse_module(text)
+        except Exception:                    # noqa: BLE001 - a file libcst cannot take
+            continue
+        modules += 1
+    return f"{modules} modules parsed into concrete trees"
+
+
+def run_astroid_build(files) -> str:
+    import astroid
+    builder = astroid.builder.AstroidBuilder(astroid.MANAGER)
+    modules = 0
+    for path, text in files:
+        try:
+            builder.string_build(text, path=path)
+        except Exception:                    # noqa: BLE001
+            continue
+        modules += 1
+    return f"{modules} modules built"
+
+
 def run_astroid(files) -> str:
     import astroid
     from astroid import nodes
@@ -111,7 +136,8 @@ def run_beniget(files) -> str:
     return f"{modules} modules; {chains} def-use links"
 
 
-RUNS = {"ast+symtable": run_ast, "libcst": run_libcst, "astroid": run_astroid,
+RUNS = {"ast+symtable": run_ast, "libcst-parse": run_libcst_parse, "libcst": run_libcst,
+        "astroid-build": run_astroid_build, "astroid": run_astroid,
         "beniget": run_beniget}
 
 

@@ -20,6 +20,10 @@ def _identity(o) -> tuple:
             tuple(s for s in o.chain if s.startswith("passed as ")))
 
 
+def _order(o) -> tuple:
+    return (o.kind, o.site, o.what, o.chain, sorted(o.groups))
+
+
 @dataclass
 class Facts:
     """The program-wide tables (one object per analysis; nothing global)."""
@@ -37,18 +41,32 @@ class Facts:
     tests: dict = field(default_factory=dict)      # (path, line, col) -> taint of a test
     changed: bool = False
     grown: set = field(default_factory=set)        # (table, key) grown this round
+    writes: set | None = None                      # (table, key) the current walk tries
+    known: dict = field(default_factory=dict)      # (table, key) -> its origins' identities
 
     def add(self, table: dict, key, taint: Taint) -> None:
-        """Grow ``table[key]`` by the origins of ``taint`` it lacks (bounded)."""
+        """Grow ``table[key]`` by the origins of ``taint`` it lacks (bounded). The key is
+        noted among the walk's writes even when nothing is added: which keys a walk writes
+        is a property of its code, whatever the facts hold."""
+        if self.writes is not None:
+            self.writes.add((id(table), key))
         if not taint:
             return
         have = table.get(key, EMPTY)
         if len(have) >= MAX_ORIGINS:
             return
-        known = {_identity(o) for o in have}
+        slot = (id(table), key)
+        known = self.known.get(slot)
+        if known is None:
+            known = self.known[slot] = {_identity(o) for o in have}
         new = [o for o in taint if _identity(o) not in known]
         if new:
-            table[key] = frozenset((*have, *new[:MAX_ORIGINS - len(have)]))
+            room = MAX_ORIGINS - len(have)
+            if len(new) > room:         # which ones are kept may not hang on hash order
+                new.sort(key=_order)
+            new = new[:room]
+            table[key] = frozenset((*have, *new))
+            known.update(_identity(o) for o in new)
             self.changed = True
             self.grown.add((id(table), key))
 
@@ -59,6 +77,8 @@ class Facts:
         return table.get(key, EMPTY)
 
     def mark_built(self, key) -> None:
+        if self.writes is not None:
+            self.writes.add((id(self.built), key))
         if key not in self.built:
             self.built.add(key)
             self.changed = True

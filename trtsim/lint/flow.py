@@ -15,7 +15,7 @@ import ast
 
 from ..gates.model import exits
 from .origins import EMPTY, Taint, join, origin
-from .sources import config_annotation, option_name, selects_one, uniform_name
+from .sources import config_annotation, option_name, uniform_name
 from .stores import Stores
 from .values import Values, dotted
 
@@ -38,7 +38,7 @@ class Flow(Values, Stores):
         self.control: list[Taint] = []
         self.declared_global: set[str] = set()
         self.rebound: set[str] = set()
-        self.assigned: dict[str, list[str]] = {}
+        self.assigned: dict[str, list[ast.expr]] = {}     # rendered when a group asks
         self.current: ast.stmt | None = None
         self.reads: set = set()                 # what this walk read from the facts
         self.built_here: dict[str, Taint] = {}  # a constructor's own attributes, so far
@@ -54,7 +54,7 @@ class Flow(Values, Stores):
         return join(*self.control) if self.control else EMPTY
 
     def alternatives(self, name: str) -> list[str]:
-        return self.assigned.get(name, [])
+        return [self.text(node) for node in self.assigned.get(name, ())]
 
     def reached(self) -> Taint:
         """The taint of this function running at all: the conditions of its analysed call
@@ -120,7 +120,7 @@ class Flow(Values, Stores):
             self.stmt(stmt)
             if isinstance(stmt, (ast.If, ast.Assert)) and \
                     (isinstance(stmt, ast.Assert) or exits(stmt.body)):
-                if selects_one(stmt.test):
+                if self.program.splits(stmt.test):
                     self.control.append(EMPTY)       # a root/non-root split: see branches
                     pushed += 1
                     continue
@@ -134,7 +134,7 @@ class Flow(Values, Stores):
         """Walk each block on a copy of the environment under ``taint``; join after. A local
         set in a branch is, after the join, decided by the test too (within the branch it is
         not: every member that runs the branch took the same outcome)."""
-        if test is not None and selects_one(test):
+        if test is not None and self.program.splits(test):
             # a root/non-root split (``is_last_rank``, ``rank == src``) decides which part of
             # a protocol a member plays, not data: what one member computes or sets there is
             # what the collective of the split hands (or pairs with) the others
@@ -175,7 +175,8 @@ class Flow(Values, Stores):
             if self.fn is not None and stmt.value is not None:
                 taint = join(self.expr(stmt.value), self.ctrl())
                 self.facts.add(self.facts.returns, self.fn.key, taint)
-            elif self.fn is not None and self.ctrl():   # a bare return: whether it returns
+            elif self.fn is not None:       # a bare return: whether it returns (the add
+                # is tried even with no taint: the walk's writes must not hang on the facts)
                 self.facts.add(self.facts.returns, self.fn.key, self.ctrl())
         elif isinstance(stmt, ast.If):
             self.branches(self.test(stmt.test), stmt.body, stmt.orelse, test=stmt.test)

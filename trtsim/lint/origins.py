@@ -42,7 +42,7 @@ class Origin:
         """The origin with one more step of its chain (kept to ``MAX_CHAIN``)."""
         if len(self.chain) >= MAX_CHAIN or (self.chain and self.chain[-1] == text):
             return self
-        return replace(self, chain=self.chain + (text,))
+        return Origin(self.kind, self.what, self.site, self.groups, self.chain + (text,))
 
     def describe(self) -> str:
         """``what (kind, site)`` then the chain: how the report prints it."""
@@ -64,10 +64,13 @@ def origin(kind: str, what: str, site: str) -> Taint:
 
 def join(*taints: Taint) -> Taint:
     """The union, bounded to ``MAX_ORIGINS`` (one of each kind first, then by site)."""
-    some = [t for t in taints if t]
-    if len(some) <= 1:                  # the common case: nothing, or one taint as it is
-        return some[0] if some else EMPTY
-    out = frozenset().union(*some)
+    out = None
+    for t in taints:
+        if t:
+            # the common case, nothing or one taint, gives it as it is; two or more a new set
+            out = t if out is None else out | t
+    if out is None:
+        return EMPTY
     if len(out) <= MAX_ORIGINS:
         return out
     ranked = sorted(out, key=lambda o: (o.kind, o.site, o.what, o.chain))
@@ -112,7 +115,8 @@ def local_on(taint: Taint, group: str, attention_dp: bool) -> tuple[Origin, ...]
         if o.kind == "input" and group == "tp" and not attention_dp:
             continue
         out.append(o)
-    return tuple(sorted(out, key=lambda o: (len(o.chain), o.kind != "rank", o.site, o.what)))
+    return tuple(sorted(out, key=lambda o: (len(o.chain), o.kind != "rank", o.site, o.what,
+                                            o.chain)))
 
 
 def assumption(origins: tuple[Origin, ...], group: str, attention_dp: bool) -> str:

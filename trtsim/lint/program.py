@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 
 from ..gates.model import function_gates
+from .collectives import is_collective
+from .sources import selects_one
 from ..gates.source import SourceText
 
 MAX_CANDIDATES = 2
@@ -51,6 +53,7 @@ class Function:
     cls: str | None                 # the class's qualname, for a method
     params: tuple[str, ...]
     _gates: tuple | None = None
+    calls: list | None = None       # its calls in source order (``reach.calls_of``)
 
     @property
     def is_method(self) -> bool:
@@ -125,6 +128,8 @@ class Program:
         self._family: dict[str, list[Class]] = {}
         self._family_paths: dict = {}
         self._resolved: dict = {}
+        self._ops: dict = {}
+        self._splits: dict = {}
         for module in modules:
             self._index(module)
         for classes in self.classes_by_name.values():
@@ -212,6 +217,21 @@ class Program:
         if key not in self._resolved:
             self._resolved[key] = self._resolve(call, caller)
         return self._resolved[key]
+
+    def splits(self, test: ast.expr) -> bool:
+        """``sources.selects_one(test)``, decided once per test."""
+        key = id(test)
+        if key not in self._splits:
+            self._splits[key] = selects_one(test)
+        return self._splits[key]
+
+    def op_of(self, call: ast.Call, extra: frozenset, text) -> str | None:
+        """``collectives.is_collective`` of a call, decided once per call (``extra`` is the
+        one list of the analysis; ``text`` renders a node of the call's module)."""
+        key = id(call)
+        if key not in self._ops:
+            self._ops[key] = is_collective(call, extra, text)
+        return self._ops[key]
 
     def _resolve(self, call: ast.Call, caller: Function) -> tuple[Function, ...]:
         func = call.func

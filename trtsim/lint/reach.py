@@ -12,11 +12,12 @@ flag and not need_pp_sync: return`` before a ``pp_allgather`` under ``if need_pp
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass, replace
 
 from ..gates.model import enclosing
-from .collectives import group_of_text, groups_of, is_collective
+from .collectives import group_of_text, groups_of
 from .findings import CollectiveSite
 from .values import dotted
 
@@ -35,16 +36,66 @@ class Reach:
     needs: frozenset                   # (condition text, outcome) that must hold below
 
 
-def _walk_calls(node: ast.AST):
-    """The calls of a function body, nested code objects left out."""
-    stack = list(ast.iter_child_nodes(node))
+# Fields that never hold a call (names, operators, contexts): not descended into.
+_LEAVES = frozenset({"ctx", "op", "ops", "id", "attr", "names", "name", "arg", "kind",
+                     "type_comment", "level", "module", "is_async", "conversion"})
+_CODE = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+@functools.lru_cache(maxsize=None)
+def _fields(kind: type) -> tuple[str, ...]:
+    return tuple(f for f in kind._fields if f not in _LEAVES)
+
+
+def _walk_calls(node: ast.AST) -> list[ast.Call]:
+    """The calls of a function body (or a module's top level), nested code objects left
+    out, in the order of a depth-first walk that takes the last child first."""
+    out = []
+    stack = [node]
+    first = True
     while stack:
         cur = stack.pop()
-        if isinstance(cur, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+        if first:
+            first = False
+        elif isinstance(cur, _CODE):
             continue
-        if isinstance(cur, ast.Call):
-            yield cur
-        stack.extend(ast.iter_child_nodes(cur))
+        elif isinstance(cur, ast.Call):
+            out.append(cur)
+        for name in _fields(type(cur)):
+            value = getattr(cur, name, None)
+            if isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST):
+                stack.append(value)
+    return out
+
+
+def calls_of(fn) -> list[ast.Call]:
+    """A function's calls in source order (line, column), found once."""
+    if fn.calls is None:
+        fn.calls = sorted(_walk_calls(fn.node), key=lambda c: (c.lineno, c.col_offset))
+    return fn.calls
+
+
+def collective_reach(program, extra: frozenset) -> set[str]:
+    """The keys of the functions that issue a collective or call (through any depth of
+    analysed calls) one that does: a superset of those ``Reaches.sites`` finds, since it
+    cuts neither recursion nor depth."""
+    found: set[str] = set()
+    callers: dict[str, set[str]] = {}
+    for fn in program.functions.values():
+        for call in calls_of(fn):
+            if program.op_of(call, extra, lambda n, fn=fn: dotted(n) or fn.module.src.segment(n)):
+                found.add(fn.key)
+            for callee in program.resolve(call, fn):
+                callers.setdefault(callee.key, set()).add(fn.key)
+    todo = list(found)
+    while todo:
+        for caller in callers.get(todo.pop(), ()):
+            if caller not in found:
+                found.add(caller)
+                todo.append(caller)
+    return found
 
 
 class Reaches:
@@ -64,8 +115,8 @@ class Reaches:
             return self._sites[fn.key]
         out = []
         assigned: dict = {}
-        for call in sorted(_walk_calls(fn.node), key=lambda c: (c.lineno, c.col_offset)):
-            op = is_collective(call, self.extra, lambda n: self.text(fn, n))
+        for call in calls_of(fn):
+            op = self.program.op_of(call, self.extra, lambda n: self.text(fn, n))
             if op is not None:
                 if not assigned:            # read the function's assignments only when needed
                     assigned = _assigned_texts(fn, lambda n: self.text(fn, n)) or {"": []}

@@ -108,20 +108,31 @@ def config_annotation(annotation: ast.expr | None, text) -> bool:
 def call_origin(func_text: str, name: str, call: ast.Call, site: str, text) -> Taint | None:
     """The taint a call's result starts with by its kind (rank identity, clock, random, file,
     memory); ``EMPTY`` for a size; None when the kind says nothing."""
-    if _SIZE.match(name) or name in ("get_world_size", "device_count"):
-        return EMPTY
-    if rank_name(name):
+    kind = _call_kind(func_text, name, bool(call.args))
+    if kind is None or kind == "size":
+        return None if kind is None else EMPTY
+    if kind == "rank":
         return rank_origin(name, f"{func_text}()", site)
-    if _CLOCK.match(func_text):
-        return origin("clock", f"{func_text}()", site)
-    if _RANDOM.match(func_text):
-        return origin("random", f"{func_text}()", site)
-    if _FILE.search(func_text):
-        return origin("file", f"{func_text}()", site)
-    if _MEMORY.search(name):
-        return origin("memory", f"{func_text}()", site)
-    if _ENVIRON.match(func_text) and call.args:
+    if kind == "environ":
         return environ_origin(call.args[0], func_text, site, text)
+    return origin(kind, f"{func_text}()", site)
+
+
+@functools.lru_cache(maxsize=65536)
+def _call_kind(func_text: str, name: str, has_args: bool) -> str | None:
+    """What ``call_origin`` makes of a callee, by its text alone (the first rule that holds)."""
+    if _SIZE.match(name) or name in ("get_world_size", "device_count"):
+        return "size"
+    if rank_name(name):
+        return "rank"
+    for kind, pattern in (("clock", _CLOCK.match), ("random", _RANDOM.match),
+                          ("file", _FILE.search)):
+        if pattern(func_text):
+            return kind
+    if _MEMORY.search(name):
+        return "memory"
+    if _ENVIRON.match(func_text) and has_args:
+        return "environ"
     return None
 
 

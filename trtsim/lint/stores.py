@@ -33,7 +33,7 @@ class Stores:
             if value is not None and isinstance(value, ast.expr):
                 texts = self.assigned.setdefault(target.id, [])
                 if len(texts) < 8:
-                    texts.append(self.text(value))
+                    texts.append(value)
             if self.fn is None or target.id in self.declared_global:
                 self.facts.add(self.facts.globals, (self.path, target.id),
                                step(join(taint, self.ctrl(), self.reached()),

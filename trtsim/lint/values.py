@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .collectives import groups_of, is_collective
+from .collectives import groups_of
 from .origins import EMPTY, Taint, join, sanitised, step
 from .sources import call_origin, rank_name, rank_origin, uniform_name
 
@@ -82,15 +82,16 @@ class Values:
         return taint
 
     def expr(self, node) -> Taint:
-        if node is None or isinstance(node, (ast.Constant, ast.Lambda)):
-            return EMPTY
-        if isinstance(node, ast.Name):
+        kind = type(node)               # a parsed tree's nodes are of the exact ast classes
+        if kind is ast.Name:
             return self.name(node)
-        if isinstance(node, ast.Attribute):
+        if kind is ast.Attribute:
             return self.attribute(node)
-        if isinstance(node, ast.Call):
+        if kind is ast.Call:
             return self.call(node)
-        if isinstance(node, ast.IfExp):
+        if node is None or kind is ast.Constant or kind is ast.Lambda:
+            return EMPTY
+        if kind is ast.IfExp:
             return join(self.test(node.test), self.expr(node.body), self.expr(node.orelse))
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(node)
@@ -190,7 +191,7 @@ class Values:
         positional = [self.expr(a) for a in node.args]
         named = [(k.arg, self.expr(k.value)) for k in node.keywords]
         args = join(*positional, *(t for _, t in named))
-        op = is_collective(node, self.extra, self.text)
+        op = self.program.op_of(node, self.extra, self.text)
         if op is not None:
             groups, _how = groups_of(node, op, self.text, self.alternatives)
             first = node.args[0] if node.args else None
@@ -226,13 +227,13 @@ class Values:
         facts.mark_called(callee.key)
         params = callee.own_params
         for i, (arg, taint) in enumerate(zip(node.args, positional)):
-            if i < len(params) and not isinstance(arg, ast.Starred) and taint:
-                facts.add(facts.params, (callee.key, params[i]),
-                          step(taint, f"passed as {params[i]} to {callee.name}() at {where}"))
+            if i < len(params) and not isinstance(arg, ast.Starred):
+                facts.add(facts.params, (callee.key, params[i]), taint and step(
+                    taint, f"passed as {params[i]} to {callee.name}() at {where}"))
         for key, taint in named:
-            if key in params and taint:
-                facts.add(facts.params, (callee.key, key),
-                          step(taint, f"passed as {key} to {callee.name}() at {where}"))
+            if key in params:
+                facts.add(facts.params, (callee.key, key), taint and step(
+                    taint, f"passed as {key} to {callee.name}() at {where}"))
         reached = join(self.ctrl(), self.reached())
         facts.add(facts.reach, callee.key, step(reached, f"{callee.name}() called at {where}"))
         result = _this_call(facts.read(facts.returns, callee.key, self.reads), callee.name,
