@@ -4,7 +4,9 @@ traceback; the job's status is 1; torchrun's summary names one failed rank, none
 signal; no store warning follows the report (the ranks leave rank 0's or the agent's store
 before it goes). The script's own warnings and c10d's warnings unrelated to the store still
 print. So does a script that calls ``trtsim.launch(..., backend="torchrun")`` itself under
-torchrun. ``trtsim launch``'s count is in tests/test_launch_cli.py."""
+torchrun, and ``trtsim run SCENARIO --backend torchrun`` under torchrun, whose verdict sets
+the status: rank 0 prints the verdict and the report once. ``trtsim launch``'s count is in
+tests/test_launch_cli.py."""
 
 import os
 import re
@@ -132,6 +134,49 @@ def test_torchrun_runs_a_clean_script_with_status_0(tmp_path, text):
     out = torchrun(tmp_path, "clean", text=text)
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     assert out.stdout.count("RETURNED") == (4 if text == LAUNCH_JOB else 0)
+
+
+# A shipped scenario on 4 ranks (ctx and gen, each PP2): its PP stages flip their sticky
+# markers in different iterations, and the ctx stages deadlock, as the scenario expects.
+SCENARIO = ["executor_pp_on_arrival_unguarded", "--set", "topology=tp1_pp2"]
+DEADLOCK = "CollectiveDeadlock: 2 ranks blocked"
+TRANSFER = ["kv_transfer", "--set", "topology=tp1_pp2"]      # holds: every block verified
+
+
+def trtsim_run(tmp_path, *args):
+    cmd = [TORCHRUN, "--standalone", "--nproc-per-node", "4", "-m", "trtsim", "run", *args,
+           "--backend", "torchrun"]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=400, cwd=tmp_path,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+
+
+@pytest.mark.parametrize("args, status, verdict, head", [
+    (SCENARIO, 0, "verdict: deadlock (expected: deadlock: reproduced)", DEADLOCK),
+    ([*SCENARIO, "--set", "expect=ok"], 1, "verdict: deadlock", DEADLOCK),
+    ([*TRANSFER, "--set", "expect=deadlock"], 1,
+     "verdict: ok (expected: deadlock: NOT reproduced), kv verified: True", None),
+    (TRANSFER, 0, "verdict: ok, kv verified: True", None),
+], ids=["expected-report", "unexpected-report", "expected-report-missing", "clean"])
+def test_trtsim_run_under_torchrun_prints_its_verdict_once(tmp_path, args, status, verdict,
+                                                           head):
+    out = trtsim_run(tmp_path, *args)
+    text = out.stdout + out.stderr
+    assert out.returncode == status, text[-4000:]
+    assert not any(noise in text for noise in STORE_NOISE), text[-4000:]
+    assert "Signal" not in text and "SIGTERM" not in text, text[-3000:]
+    if status:      # torchrun's summary: rank 0 failed with status 1, no other failure
+        assert "Failures:\n  <NO_OTHER_FAILURES>" in text and text.count("exitcode  : 1") == 1
+        assert "rank      : 0 (local_rank: 0)" in text, text[-3000:]
+    else:
+        assert "FAILED" not in text and "exitcode" not in text, text[-3000:]
+    ours = out.stdout.splitlines() + torchrun_own(out.stderr.splitlines())
+    report, rest = report_of(ours, head) if head else ([], ours)
+    assert rest.count(verdict) == 1 and "note: torchrun: rank 0 of 4 (local rank 0), gloo" in rest
+    assert "Traceback" not in "\n".join(ours) and "rank 1 of 4" not in text, ours
+    assert len([line for line in rest if not line.startswith("  ")]) <= EXTRA, rest
+    assert not head or len(report) >= 4             # the report, whole, once
+    # every instance's results reached rank 0: the gen ranks' blocks are verified
+    assert head or any(line.startswith("metrics: requests=3, completed=3") for line in rest)
 
 
 MPI_SKIP = textwrap.dedent("""

@@ -12,16 +12,20 @@ from ..comm.gate_record import judge_recorded
 from ..comm.launch_stamp import LaunchStamp
 from .inproc.world import InprocWorld
 from ..comm.outcome import LaunchOutcome
+from ..calls.errors import CollectiveError
 from .process.spawn import run_processes
+from .external.job_ending import JobVerdict
 from .external.torchrun import run_this_rank, torchrun_mode
 
 
 def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
               config: LaunchConfig, progress: Callable[[str], None] | None = None, *,
-              one_report: str | None = None) -> LaunchOutcome:
+              one_report: str | None = None,
+              verdict: Callable[[CollectiveError], JobVerdict] | None = None) -> LaunchOutcome:
     """Run ``program(dist, *args)`` on every rank; the outcome carries results or the report.
-    ``progress`` receives a line about once a second on long runs. ``one_report``: under
-    torchrun, how a report ends the job once (``external.torchrun.run_this_rank``)."""
+    ``progress`` receives a line about once a second on long runs. ``one_report`` (and the
+    ``verdict`` of a job that judges its report): under torchrun, how a report ends the job
+    once (``external.torchrun.run_this_rank``)."""
     places = rank_places(instances, config.delays)
     groups = group_table(instances)
     if config.log_dir is not None:
@@ -36,7 +40,7 @@ def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
                              "torchrun job runs each rank's program once; gates='observe' "
                              "lists the latent gates there")
         outcome = run_this_rank(places, program, tuple(args), config, groups,
-                                one_report=one_report)
+                                one_report=one_report, verdict=verdict)
         outcome.notes.insert(0, mode)
         return outcome
     if config.log_dir is not None and config.launch is None:

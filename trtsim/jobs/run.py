@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable
 
 from ..calls.errors import CollectiveError, verdict_of
 from ..guard.lockstep import summarize
 from ..comm.latent_gate import LatentGate
 from ..comm.launch_config import LaunchConfig
+from ..comm.outcome import LaunchOutcome
 from ..backends.counterexample import written_flips
+from ..backends.external.job_ending import JobVerdict
+from ..backends.external.torchrun import RETURNS
 from ..backends.gate_flip import explain_flip, flip_all
 from ..backends.run_ranks import run_ranks
 from ..disagg.transceiver_config import DisaggPeers
@@ -131,7 +135,10 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
     """Run a scenario (path, mapping or Scenario) and judge it. ``trace`` keeps every call
     of an inproc run (``RunResult.trace``) for timelines. With ``gates: flip``, each flip that
     gave a report is written into ``out_dir`` (default: the user's cache folder,
-    ``trtsim/flips``) as a scenario that replays it (``LatentGate.counterexample``)."""
+    ``trtsim/flips``) as a scenario that replays it (``LatentGate.counterexample``). Under
+    torchrun the run is one job with one report: rank 0 returns the result, once every other
+    rank has left the job (status 0, printing nothing) inside this call
+    (``backends.external.job_ending``)."""
     overrides = dict(overrides or {})
     if backend is not None:
         overrides["backend"] = backend
@@ -156,7 +163,8 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
                           default_clock_model(), s.iteration_marker, s.wrappers, s.intercept,
                           gates=s.gates, gates_in=PROGRAM_CODE if s.gates == "flip" else (),
                           flip=s.flip)
-    out = run_ranks(instances, program, (job,), config, progress=progress)
+    out = run_ranks(instances, program, (job,), config, progress=progress, one_report=RETURNS,
+                    verdict=partial(_report_alone, s, job, t0))
     if s.flip is not None:                           # a flip's counterexample, replayed
         explain_flip(out.error, s.flip)
     latent, absorbed = out.latent, list[LatentGate]()
@@ -164,7 +172,22 @@ def run(scenario, backend: str | None = None, overrides: dict | None = None,
         latent, absorbed = flip_all(instances, program, (job,), config, latent)
         latent = written_flips(latent, out_dir,
                                lambda gate, folder: write_scenario_flip(gate, folder, s))
-    wall = time.perf_counter() - t0
+    return _judged(s, job, out, latent, absorbed, time.perf_counter() - t0)
+
+
+def _report_alone(s: Scenario, job, t0: float, report: CollectiveError) -> JobVerdict:
+    """Under torchrun, where rank 0 is stuck inside a real call past a report (it cannot
+    return): the verdict on the report alone, printed by rank 0 as it ends the job."""
+    world = s.deployment.ctx.world_size + s.deployment.gen.world_size
+    judged = _judged(s, job, LaunchOutcome([None] * world, report), [], [],
+                     time.perf_counter() - t0)
+    return JobVerdict(judged.summary(), 0 if judged.holds else 1)
+
+
+def _judged(s: Scenario, job, out: LaunchOutcome, latent: list, absorbed: list,
+            wall: float) -> RunResult:
+    """The run's outcome judged: the verdict, KV verified against the sources, metrics."""
+    dep = s.deployment
     n_ctx = dep.ctx.world_size
     roles = ["ctx"] * n_ctx + ["gen"] * dep.gen.world_size
     census = Census.from_ranks(out.census, roles)

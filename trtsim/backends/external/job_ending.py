@@ -12,6 +12,12 @@ ends it. Rank 0 is the one that holds the report in every case -- it serves the 
 job's store and watches every rank -- and the store, whoever serves it, outlives every
 client that still uses it: under mpirun it is rank 0's, under torchrun the agent's (or
 rank 0's, without the agent's store).
+
+A job that judges its own outcome (``trtsim run``: a scenario may expect its report) leaves
+the same way once the outcome is back on rank 0 (``settle``): the other ranks leave first,
+with status 0, and rank 0 returns it to its caller, which prints the report with its verdict
+and ends with the verdict's status; only where rank 0 cannot return does ``finish`` print
+that verdict (``JobVerdict``) instead of the report.
 """
 
 from __future__ import annotations
@@ -22,10 +28,10 @@ import socket
 import sys
 import threading
 import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
 
 import torch
-
-from typing import Iterator
 
 from ..process import call_log_writer
 
@@ -33,16 +39,31 @@ LEAVE_WAIT_S = 30.0      # a stuck rank's watch ends it after its grace (10 s) a
 GONE_WAIT_S = 5.0        # a rank that said it leaves is a process that ends at once
 
 
+@dataclass(frozen=True)
+class JobVerdict:
+    """What rank 0 prints as it ends a job, and the job's exit status."""
+
+    text: str
+    status: int
+
+    def __post_init__(self):
+        if self.status not in (0, 1):
+            raise ValueError(f"JobVerdict.status={self.status!r}: 0 (as expected) or 1")
+
+
 class JobEnding:
-    """One rank's way out of a job a report ended (``finish``). ``stays``: the rank waits to
-    be ended by the launcher (mpirun) instead of ending with status 0 (torchrun).
-    ``raises`` (``trtsim.launch`` under torchrun): the rank raises the report to its caller
-    first, and leaves only where nobody catches it (``finish_if_uncaught``)."""
+    """One rank's way out of a job a report ended (``finish``), or whose outcome is back
+    (``settle``). ``stays``: the rank waits to be ended by the launcher (mpirun) instead of
+    ending with status 0 (torchrun). ``verdict``: the job judges a report itself (``trtsim
+    run``): rank 0 ends with what it makes of the report, instead of the report and status 1,
+    and prints nothing as soon as the report is found (its caller prints it, with the
+    verdict). Under ``trtsim.launch`` the rank raises the report to its caller first, and
+    leaves only where nobody catches it (``finish_if_uncaught``)."""
 
     def __init__(self, ledger, rank: int, size: int, logger=None, *, stays: bool,
-                 stay_s: float = 330.0, raises: bool = False):
+                 stay_s: float = 330.0, verdict: Callable[[Any], JobVerdict] | None = None):
         self.ledger, self.rank, self.size, self.logger = ledger, rank, size, logger
-        self.stays, self.stay_s, self.raises = stays, stay_s, raises
+        self.stays, self.stay_s, self.verdict = stays, stay_s, verdict
         self._printed = threading.Lock()         # this process prints the report once
         self._finishing = threading.Lock()       # one thread of the process leaves
         self._store = threading.Lock()           # held for good once this rank said it leaves
@@ -53,16 +74,23 @@ class JobEnding:
         returns (a second thread that calls it waits for the first to end the process)."""
         self._finishing.acquire()                # never released: the process ends
         if self.rank == 0:
-            self.print_report(report)
+            verdict = JobVerdict(str(report), 1) if self.verdict is None else self.verdict(report)
+            self._print_once(verdict.text)
             self._wait_for_the_others()
-            call_log_writer.end_process(self.logger, 1, written_on)
-        self._say_leaving()
-        if self.logger is not None:
-            self.logger.seal("exit")         # (close() is the main thread's: this may be another)
-        if not self.stays:
-            call_log_writer.end_process(self.logger, 0)
-        time.sleep(self.stay_s)                  # mpirun ends this process once rank 0 left
-        call_log_writer.end_process(self.logger, 1)
+            call_log_writer.end_process(self.logger, verdict.status, written_on)
+        self._leave()
+
+    def settle(self) -> None:
+        """The job's outcome (its report, or every rank's result) is back on this rank's
+        main thread, its watch stopped and its call log closed: every rank but 0 leaves as
+        ``finish`` has it, printing nothing, and does not return; rank 0 returns once they
+        have left (or ``LEAVE_WAIT_S`` passed), to print and end as its caller judges."""
+        self.logger = None                       # the main thread closed the call log
+        if self.rank == 0:
+            self._wait_for_the_others()
+            return
+        self._finishing.acquire()                # never released: the process ends
+        self._leave()
 
     def finish_if_uncaught(self, report: BaseException) -> None:
         """``report`` is about to be raised to the program's caller: should it reach the top
@@ -82,9 +110,24 @@ class JobEnding:
         sys.excepthook = hook
 
     def print_report(self, report: object) -> None:
-        """Print the report, if this process has not yet (rank 0's monitor may have)."""
+        """Print the report as it is found (rank 0's monitor), if this process has not yet;
+        a job with a ``verdict`` prints it later, with the verdict."""
+        if self.verdict is None:
+            self._print_once(str(report))
+
+    def _print_once(self, text: str) -> None:
         if self._printed.acquire(blocking=False):
-            print(str(report), file=sys.stderr, flush=True)
+            print(text, file=sys.stderr, flush=True)
+
+    def _leave(self) -> None:
+        """Not rank 0: say so in the store, then end (status 0) or wait to be ended."""
+        self._say_leaving()
+        if self.logger is not None:
+            self.logger.seal("exit")         # (close() is the main thread's: this may be another)
+        if not self.stays:
+            call_log_writer.end_process(self.logger, 0)
+        time.sleep(self.stay_s)                  # mpirun ends this process once rank 0 left
+        call_log_writer.end_process(self.logger, 1)
 
     @contextlib.contextmanager
     def store_in_use(self) -> Iterator[None]:

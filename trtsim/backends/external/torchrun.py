@@ -29,13 +29,14 @@ import torch.distributed as tdist
 
 from ...layout.places import RankPlace
 from ...guard.waitfor import BLOCKED, DONE, FAILED
-from ...calls.errors import RankFailed
+from ...calls.errors import CollectiveError, RankFailed
 from ...comm.outcome import LaunchOutcome
+from ...comm.latent_gate import LatentGate
 from ...comm.origin import program_traceback
 from ..process.culprit import is_peer_loss
 from ..process import call_log_writer
 from ..process.rank_start import GroupPlan, build_groups, join_default_group, run_program, start_rank
-from .job_ending import JobEnding
+from .job_ending import JobEnding, JobVerdict
 from .store_gates import judged_gates, publish_gates
 from .store_ledger import StoreLedger
 from .store_watch import StoreWatch
@@ -48,7 +49,8 @@ if TYPE_CHECKING:
 
 
 ENV_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-ENDS, RAISES = "ends", "raises"         # run_this_rank's one_report: how a report ends a job
+ENDS, RAISES, RETURNS = "ends", "raises", "returns"   # run_this_rank's one_report: how a
+                                                      # report (or the outcome) ends a job
 
 
 def torchrun_mode(backend: str) -> str | None:
@@ -91,21 +93,25 @@ def _group_plan(config: LaunchConfig, local_rank: int) -> GroupPlan:
 
 
 def run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
-                  config: LaunchConfig, group_table: dict, *,
-                  one_report: str | None = None) -> LaunchOutcome:
+                  config: LaunchConfig, group_table: dict, *, one_report: str | None = None,
+                  verdict: Callable[[CollectiveError], JobVerdict] | None = None
+                  ) -> LaunchOutcome:
     """Run the rank program for this process's rank (torchrun); every rank gets all results.
     ``one_report``: how a report ends the job once, as ``job_ending`` says (rank 0 prints it
     and leaves last, the others leave first, printing nothing) -- ``ENDS`` (``python -m
     trtsim.torchrun``): at once, here; ``RAISES`` (``trtsim.launch``): the report is raised
     here on every rank, for a caller to catch, and ends the job where nobody catches it;
-    None: it is raised on every rank, and the job ends as the caller has it.
+    ``RETURNS`` (``trtsim run``, which judges the outcome): the outcome, report or results,
+    is returned on rank 0 alone, once every other rank has left (``JobEnding.settle``), and
+    where rank 0 cannot return, it ends with ``verdict`` of the report (``JobEnding.finish``);
+    None: the report is raised on every rank, and the job ends as the caller has it.
     What it installs (the environment of ``SAFE_ENV``, the call log's signal handler, the
     watch thread, the stand-ins) is installed inside the ``try`` whose ``finally`` removes
     it; a default process group the script made is used and left as it was found."""
     saved = {key: os.environ.get(key) for key in SAFE_ENV}
     try:
         os.environ.update(SAFE_ENV)
-        return _run_this_rank(places, program, args, config, group_table, one_report)
+        return _run_this_rank(places, program, args, config, group_table, one_report, verdict)
     finally:
         # The rank's groups, held in reference cycles (transport, stand-ins), are freed now:
         # left to the interpreter's finalization, a gloo group's threads can abort it there.
@@ -119,7 +125,8 @@ def run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
 
 def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
                    config: LaunchConfig, group_table: dict,
-                   one_report: str | None) -> LaunchOutcome:
+                   one_report: str | None,
+                   verdict: Callable[[CollectiveError], JobVerdict] | None) -> LaunchOutcome:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", 0))
     if world != len(places):
@@ -128,8 +135,11 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
     status, failure = FAILED, ("", "")
     logger: call_log_writer.CallLogger | None = None
     watch: StoreWatch | None = None
-    made = False
-    groups: dict[str, TorchGroup] = {}
+    made, groups = False, dict[str, TorchGroup]()
+    ending: JobEnding | None = None
+    error: CollectiveError | None = None
+    results: list[Any] = [None] * world
+    latent: list[LatentGate] = []
     try:
         logger = call_log_writer.start(config, rank, places)     # its SIGTERM handler: main thread
         plan = _group_plan(config, local_rank)
@@ -139,7 +149,7 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
         ledger = StoreLedger(tdist.distributed_c10d._get_default_store(), rank, world)  # noqa: SLF001
         groups = build_groups(group_table, plan.backend, plan.stage_cuda)
         dist = start_rank(rank, places, groups, plan, ledger, logger, config, ledger.abort).dist
-        ending = (JobEnding(ledger, rank, world, logger, stays=False, raises=one_report == RAISES)
+        ending = (JobEnding(ledger, rank, world, logger, stays=False, verdict=verdict)
                   if one_report is not None else None)
         watch = StoreWatch(ledger, places, logger, finds=rank == 0, grace=GRACE_S, ending=ending)
         try:
@@ -147,18 +157,18 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
             result = run_program(dist, config, lambda: (program, args), keep)
         except (Reported, Aborted):
             ledger.set_status(rank, FAILED)
-            _raise_report(ledger, ending)
+            _raise_report(ledger, ending, one_report)
         except BaseException as exc:
             if is_peer_loss(exc, ledger.status(rank) == BLOCKED) and _ended(ledger):
                 # a peer left because a report ended the launch: that report is the outcome
                 ledger.set_status(rank, FAILED)
-                _raise_report(ledger, ending)
+                _raise_report(ledger, ending, one_report)
             failure = (f"{type(exc).__name__}: {exc}", program_traceback(exc))
             if ending is not None and isinstance(exc, Exception):
                 # the program's failure is the job's one report, printed by rank 0
                 ledger.abort(RankFailed(f"rank {rank} raised {failure[0]}", rank=rank,
                                         traceback=failure[1]))
-                _raise_report(ledger, ending)
+                _raise_report(ledger, ending, one_report)
             raise
         ledger.set_status(rank, DONE)
         status = DONE
@@ -169,10 +179,13 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
             # every rank is done, and a launch a report ends meanwhile raises it here too.
             ledger.wait_all_done()
         except Aborted:
-            _raise_report(ledger, ending)
+            _raise_report(ledger, ending, one_report)
         latent = judged_gates(ledger, world) if keep is not None else []
-        results: list[Any] = [None] * world
-        tdist.all_gather_object(results, result, group=groups["world"].obj)
+        results = _all_results(result, world, groups["world"])
+    except CollectiveError as report:
+        if one_report != RETURNS or ending is None:
+            raise
+        error = report                      # the outcome, for the caller to judge
     finally:
         # Every rank is past its program (or this one failed): the watch stops and is
         # joined before any teardown, so it is never inside a store call at exit.
@@ -184,9 +197,11 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
         # as it ends (SIGABRT, "terminate called without an active exception"): trtsim shuts
         # down what it made -- the default group, or only its own groups over the script's.
         _leave(groups, made)
+    if one_report == RETURNS and ending is not None:
+        ending.settle()                     # every rank but 0 leaves here
     census: list[dict] = [{} for _ in range(world)]
     census[rank] = dict(dist.census)
-    outcome = LaunchOutcome(results, None, census, [],
+    outcome = LaunchOutcome(results, error, census, [],
                             [f"torchrun: rank {rank} of {world} (local rank {local_rank}), "
                              f"{plan.backend}" + ("" if made else ", the script's default "
                                                   "group"), *dist.notes])
@@ -194,14 +209,30 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
     return outcome
 
 
-def _raise_report(ledger: StoreLedger, ending: JobEnding | None):
+def _all_results(result: Any, world: int, own: TorchGroup) -> list[Any]:
+    """Every rank's result, on every rank. A world group is one instance's ranks: a launch
+    of several instances (a scenario's ctx and gen) gathers over a gloo group of every rank,
+    made (by every rank alike) and destroyed here."""
+    results: list[Any] = [None] * world
+    if len(own.ranks) == world:
+        tdist.all_gather_object(results, result, group=own.obj)
+        return results
+    everyone = tdist.new_group(list(range(world)), backend="gloo")
+    try:
+        tdist.all_gather_object(results, result, group=everyone)
+    finally:
+        tdist.destroy_process_group(everyone)
+    return results
+
+
+def _raise_report(ledger: StoreLedger, ending: JobEnding | None, one_report: str | None):
     """The report that ended the launch: raised here (``RAISES``: ending the job where it is
-    not caught), or (``ENDS``) this rank's way out of the job (``JobEnding.finish``, which
-    does not return)."""
+    not caught; ``RETURNS``: to be returned), or (``ENDS``) this rank's way out of the job
+    (``JobEnding.finish``, which does not return)."""
     report = ledger.abort_error()
-    if ending is not None:
-        if not ending.raises:
-            ending.finish(report)
+    if ending is not None and one_report == ENDS:
+        ending.finish(report)
+    if ending is not None and one_report == RAISES:
         ending.finish_if_uncaught(report)
     raise report from None
 
