@@ -174,12 +174,7 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
         status = DONE
         if logger is not None:
             logger.set_status(DONE)      # the results' gather below is trtsim's, not the program's
-        try:
-            # The gather below is a real call, which no report reaches: it starts only once
-            # every rank is done, and a launch a report ends meanwhile raises it here too.
-            ledger.wait_all_done()
-        except Aborted:
-            _raise_report(ledger, ending, one_report)
+        _wait_all_done(ledger, ending, one_report)
         latent = judged_gates(ledger, world) if keep is not None else []
         results = _all_results(result, world, groups["world"])
     except CollectiveError as report:
@@ -207,6 +202,16 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
                                                   "group"), *dist.notes])
     outcome.latent = latent
     return outcome
+
+
+def _wait_all_done(ledger: StoreLedger, ending: JobEnding | None, one_report: str | None):
+    """Wait until every rank is done. The results' gather that follows is a real call, which
+    no report reaches: it starts only once every rank is done, and a launch that a report ends
+    meanwhile raises it here too."""
+    try:
+        ledger.wait_all_done()
+    except Aborted:
+        _raise_report(ledger, ending, one_report)
 
 
 def _all_results(result: Any, world: int, own: TorchGroup) -> list[Any]:
