@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from tests import torchlib_programs as P
-from tests.torchlib_checks import BACKENDS, WORLD, launch, reported_alike, same
+from tests.torchlib_checks import (BACKENDS, WORLD, launch, names_rank_and_line, report_of,
+                                   reported_alike, same)
 from trtsim.comm.origin import OriginFinder
 from trtsim.intercept.torch.module_trail import ModuleTrail
 
@@ -88,3 +89,29 @@ def test_with_no_user_frame_the_module_alone_is_the_site():
     _thread.start_new_thread(scope["target"], ())
     assert done.wait(30)
     assert found[0].callsite == MODULE, found
+
+
+def _tp_copy_site() -> str:
+    lines, first = inspect.getsourcelines(P._CopyToTP.backward)
+    line = first + next(i for i, text in enumerate(lines) if "dist.all_reduce" in text)
+    return f"tests/{P.__name__.rsplit('.', 1)[-1]}.py:{line} in backward, backward of 1 (TPLinear)"
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_a_collective_in_an_autograd_functions_backward_is_the_ranks(device):
+    # on CUDA, autograd runs the backward on a device thread whose context is empty: the
+    # process is one rank, so that thread's all-reduce is the rank's, guarded and sited
+    legal = launch(P.tp_copy, "gloo", None, device, False)
+    assert same(legal, launch(P.tp_copy, "inproc", None, "cpu", False), atol=1e-4)
+    err = report_of(P.tp_copy, "gloo", "backward", device, False)
+    assert f"rank {P.BUGGY_RANK['backward']}" in str(err), str(err)
+    assert {c.callsite for c in err.calls.values()} == {_tp_copy_site()}, str(err)
+
+
+def test_a_thread_the_program_starts_in_a_process_rank_works_for_that_rank():
+    # the same empty context without a GPU: backward() on a thread of the program's own
+    legal = launch(P.tp_copy, "gloo", None, "cpu", True)
+    assert same(legal, launch(P.tp_copy, "gloo", None, "cpu", False))
+    err = report_of(P.tp_copy, "gloo", "backward", "cpu", True)
+    names_rank_and_line(err, P.BUGGY_RANK["backward"])
+    assert {c.callsite for c in err.calls.values()} == {_tp_copy_site()}, str(err)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from tests import fr_synth
-from trtsim.safe_write import OutputIsInput, atomic_writer, write_bytes, write_text
+from trtsim.safe_write import OutputIsInput, atomic_writer, open_log, write_bytes, write_text
 from trtsim.timeline.trace import write_trace
 
 pytestmark = pytest.mark.timeout(120)
@@ -135,3 +135,24 @@ def test_run_refuses_to_write_its_json_over_the_scenario_it_reads(tmp_path):
     out = trtsim("run", scenario, "--json", scenario, cwd=tmp_path)
     assert out.returncode == 2 and "is one of the inputs" in out.stderr, out.stderr
     assert scenario.read_bytes() == before
+
+
+def test_a_log_file_is_appended_never_through_a_link_and_only_a_regular_file(tmp_path):
+    log = tmp_path / "stdout.log"
+    for text in (b"one\n", b"two\n"):
+        fd = open_log(str(log))
+        os.write(fd, text)
+        os.close(fd)
+    assert log.read_bytes() == b"one\ntwo\n"
+    os.close(open_log(str(log), truncate=True))
+    assert log.read_bytes() == b""
+    target = tmp_path / "elsewhere"
+    target.write_bytes(b"kept")
+    os.symlink(target, tmp_path / "planted.log")
+    with pytest.raises(OSError):
+        open_log(str(tmp_path / "planted.log"))
+    os.mkfifo(tmp_path / "pipe.log")
+    with pytest.raises(OSError):
+        open_log(str(tmp_path / "pipe.log"))
+    assert target.read_bytes() == b"kept"
+    os.close(open_log(os.devnull))

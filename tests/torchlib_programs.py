@@ -6,6 +6,8 @@ torchrun script's main would be (it knows nothing of trtsim), runs on 4 ranks, a
 makes it once more) or ``"backward"`` (rank 2 runs the forward and skips the backward).
 Each legal one has a single-process reference (``reference_*``) to compare with."""
 
+import threading
+
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
@@ -98,6 +100,10 @@ def reference_funcol_autograd():
 
 
 # -- a functional collective inside a named submodule ----------------------------------------
+# torch 2.13's differentiable gather; torch 2.11 (the GPU host's) has only the autograd variant
+_GATHER = getattr(funcol, "all_gather_single", None) or funcol.all_gather_tensor_autograd
+
+
 class MLP(torch.nn.Module):
     """Gathers its projection from every rank (the backward reduce-scatters the gradient)."""
 
@@ -106,7 +112,7 @@ class MLP(torch.nn.Module):
         self.proj = torch.nn.Linear(4, 4)
 
     def forward(self, x):
-        return funcol.all_gather_single(self.proj(x), 0, dist.group.WORLD)
+        return _GATHER(self.proj(x), 0, dist.group.WORLD)
 
 
 class Block(torch.nn.Module):
@@ -136,6 +142,50 @@ def module_funcol(bug=None):
     if not _buggy(bug, "backward"):
         loss.backward()
     return {n: p.grad for n, p in model.named_parameters()}
+
+
+class _CopyToTP(torch.autograd.Function):
+    """Megatron's copy into the tensor-parallel region: identity forward, all-reduce of the
+    gradient in backward (a ``torch.distributed`` call made by autograd, not by the caller)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous()
+        dist.all_reduce(grad)
+        return grad
+
+
+class TPLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(_CopyToTP.apply(x))
+
+
+def tp_copy(bug=None, device="cpu", in_a_thread=False):
+    """A row of ``TPLinear`` after a layer of the rank's own: the backward all-reduces the
+    gradient inside ``1 (TPLinear)``. On CUDA autograd runs it on a device thread of its own;
+    ``in_a_thread``: ``backward()`` on a thread the program starts. Either thread's context
+    is empty: no rank's. (Called with every argument: a launch that is given fewer arguments
+    than the program has parameters passes the rank's ``dist`` first.)"""
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), TPLinear()).to(device)
+    loss = model(torch.full((2, 4), float(dist.get_rank()), device=device)).square().sum()
+    if not _buggy(bug, "backward"):
+        worker = threading.Thread(target=loss.backward) if in_a_thread else None
+        if worker is None:
+            loss.backward()
+        else:
+            worker.start()
+            worker.join()
+    return {n: None if p.grad is None else p.grad.cpu() for n, p in model.named_parameters()}
 
 
 # -- a compiled function with a functional collective ---------------------------------------

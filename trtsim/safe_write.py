@@ -19,6 +19,7 @@ import contextlib
 import errno
 import os
 import secrets
+import stat
 from typing import IO, Iterator, Sequence
 
 TEMP_SUFFIX = ".tmp"            # readers of a folder (``postmortem.inputs``) skip these names
@@ -128,3 +129,18 @@ def write_bytes(path: str, data: bytes, inputs: Sequence[str] = ()) -> None:
     """``data`` as the whole of ``path``, safely (``atomic_writer``)."""
     with atomic_writer(path, binary=True, inputs=inputs) as f:
         f.write(data)
+
+
+def open_log(path: str, truncate: bool = False) -> int:
+    """A file a running process writes as it goes (a worker's stdout or stderr log, which
+    cannot be written whole and renamed): opened for appending, never through a link
+    (``O_NOFOLLOW``), and only a regular file or ``os.devnull``; its descriptor.
+    ``truncate``: made empty first. OSError (ELOOP for a link) otherwise. ``O_NONBLOCK``:
+    a FIFO planted there fails at once (no reader) instead of blocking; files ignore it."""
+    flags = (os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK
+             | getattr(os, "O_CLOEXEC", 0))
+    fd = os.open(path, flags | (os.O_TRUNC if truncate else 0), 0o666)
+    if not stat.S_ISREG(os.fstat(fd).st_mode) and path != os.devnull:
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    return fd

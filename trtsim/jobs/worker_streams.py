@@ -22,6 +22,7 @@ import threading
 from contextvars import ContextVar
 from typing import IO, Iterator
 
+from ..safe_write import open_log
 from .worker_logs import CONSOLE, RankStreams, WorkerLogs
 
 # The local rank whose writes a RoutedStream routes, in that rank's own context (inproc).
@@ -69,7 +70,7 @@ def redirect_process(streams: RankStreams) -> None:
         if path == CONSOLE:
             continue
         stream.flush()
-        target = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        target = open_log(path)
         os.dup2(target, fd)
         os.close(target)
         if hasattr(stream, "reconfigure"):
@@ -120,7 +121,7 @@ def worker_output(logs: WorkerLogs | None, backend: str) -> Iterator[None]:
         return
     for streams in logs.ranks:
         for path in streams.files:
-            open(path, "w").close()              # there before the copy opens it
+            os.close(open_log(path, truncate=True))     # there before the copy opens it
     out, err = sys.stdout, sys.stderr
     tee = ConsoleTee([(s.stdout, out, s.prefix) for s in logs.ranks if s.tee_stdout]
                      + [(s.stderr, err, s.prefix) for s in logs.ranks if s.tee_stderr])
@@ -130,7 +131,7 @@ def worker_output(logs: WorkerLogs | None, backend: str) -> Iterator[None]:
             def targets(which: str) -> dict[int, IO[str]]:
                 chosen = {r: getattr(s, which) for r, s in enumerate(logs.ranks)}
                 for path in set(chosen.values()) - {CONSOLE} - set(opened):
-                    opened[path] = open(path, "a", encoding="utf-8")
+                    opened[path] = os.fdopen(open_log(path), "a", encoding="utf-8")
                 return {r: opened[p] for r, p in chosen.items() if p != CONSOLE}
             sys.stdout = RoutedStream(out, targets("stdout"))   # type: ignore[assignment]
             sys.stderr = RoutedStream(err, targets("stderr"))   # type: ignore[assignment]

@@ -116,7 +116,7 @@ def rank_distributed(place: RankPlace, transport: TorchTransport,
     used: Transport = transport if logger is None else logged.LoggedTransport(transport,
                                                                                 logger)
     dist = Distributed(place, used, OriginFinder(config.wrappers + tuple(wrappers)))
-    bind(dist)
+    bind(dist, whole_process=True)
     return dist
 
 
