@@ -26,9 +26,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _bad_input(message: str):
-    """One line from the first rank (every rank got the same arguments), status 2."""
+    """One line from the first rank (every rank got the same arguments), status 2. The
+    others leave once that line is out: mpirun ends the job when the first rank leaves
+    with an error, which could be before rank 0 has printed."""
     if os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMIX_RANK", "0")) == "0":
         print(f"trtsim.mpi: {message}", file=sys.stderr, flush=True)
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        sys.exit(2)                              # the line says so; no MPI to wait on
+    MPI.COMM_WORLD.Barrier()
     sys.exit(2)
 
 
