@@ -31,7 +31,12 @@ LATENT = textwrap.dedent("""
 
     print("RESULT", comm.Get_rank(), step(comm.Get_rank() + 1), flush=True)
 """)
-GATE_LINE = 7                # `if count > 0:` in LATENT
+
+
+def _site_line(source: str) -> int:
+    """The line of the gate ``if count > 0:`` in a script's source."""
+    return next(i for i, ln in enumerate(source.splitlines(), 1) if "if count > 0:" in ln)
+
 
 # The fix: the ranks agree on the count first (an all-reduce MIN), and the gate reads that.
 FIXED = LATENT.replace("    if count > 0:",
@@ -58,7 +63,7 @@ def test_observe_under_mpirun_prints_the_latent_gate_once_with_its_site(tmp_path
         ["RESULT 0 3", "RESULT 1 3"], job.output[-3000:]       # the real all-reduce ran
     lines = _gate_lines(job.output)
     assert len(lines) == 1, job.output[-3000:]
-    assert f"job.py:{GATE_LINE} `count > 0`" in lines[0], lines[0]
+    assert f"job.py:{_site_line(LATENT)} `count > 0`" in lines[0], lines[0]
     assert "allreduce" in lines[0] and "rank 0: count=1; rank 1: count=2" in lines[0], lines[0]
 
 
@@ -68,6 +73,38 @@ def test_the_fixed_version_prints_nothing_under_mpirun(tmp_path):
     assert sorted(ln for ln in job.output.splitlines() if ln.startswith("RESULT")) == \
         ["RESULT 0 3", "RESULT 1 3"], job.output[-3000:]
     assert _gate_lines(job.output) == [], job.output[-3000:]
+
+
+# Four ranks, TP pairs {0, 1} and {2, 3} by a real Split: the gate's operand differs in the
+# first pair only (3 against 5), so the second pair's all-reduce is no latent gate.
+BY_GROUP = textwrap.dedent("""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    tp = world.Split(color=world.Get_rank() // 2, key=world.Get_rank())
+
+    def reduce_tokens(count):
+        if count > 0:
+            return tp.allreduce(count)
+        return 0
+
+    print("RESULT", world.Get_rank(), reduce_tokens([3, 5, 2, 2][world.Get_rank()]), flush=True)
+""")
+
+
+def test_each_group_is_compared_on_its_own_under_mpirun(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(BY_GROUP)
+    job = mpirun(["-m", "trtsim.mpi", "--tp", "2", "--pp", "2", "--gates", "observe",
+                  "--timeout", "120", str(script)], timeout=JOB_S, ranks=4)
+    assert job.returncode == 0, job.output[-3000:]
+    assert sorted(ln for ln in job.output.splitlines() if ln.startswith("RESULT")) == \
+        ["RESULT 0 8", "RESULT 1 8", "RESULT 2 4", "RESULT 3 4"], job.output[-3000:]
+    lines = _gate_lines(job.output)
+    assert len(lines) == 1, job.output[-3000:]
+    assert f"job.py:{_site_line(BY_GROUP)} `count > 0`" in lines[0], lines[0]
+    assert "on tp" in lines[0] and "on ranks [0, 1]" in lines[0], lines[0]
+    assert "rank 0: count=3; rank 1: count=5" in lines[0], lines[0]
 
 
 def test_without_gates_nothing_is_printed_for_the_latent_script(tmp_path):
@@ -84,9 +121,10 @@ def test_flip_under_mpirun_is_refused_in_one_line(tmp_path):
     job = mpirun(["-m", "trtsim.mpi", "--gates", "flip", str(script)], timeout=JOB_S, ranks=2)
     assert job.returncode == 2, job.output[-3000:]
     refusals = [ln for ln in job.output.splitlines() if ln.startswith("trtsim.mpi: ")]
-    assert refusals == ["trtsim.mpi: argument --gates: 'flip': a flip replays the launch, and "
-                        "a job mpirun starts runs each rank's program once; --gates observe "
-                        "lists the latent gates"], job.output[-3000:]
+    expected = ("trtsim.mpi: argument --gates: 'flip': a flip replays the launch, and a job "
+                "mpirun starts runs each rank's program once; --gates observe lists the "
+                "latent gates")
+    assert refusals == [expected], job.output[-3000:]
     assert "Traceback" not in job.output and "RESULT" not in job.output
 
 
@@ -97,7 +135,7 @@ def test_flip_under_mpirun_is_refused_in_one_line(tmp_path):
 def test_a_bad_gates_value_is_one_line_and_status_2(value, phrase):
     """A single rank (an MPI singleton, no mpirun) is enough to check the argument."""
     out = subprocess.run([sys.executable, "-m", "trtsim.mpi", "--gates", value, "x.py"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 2, out.stderr
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("trtsim.mpi: ") and phrase in lines[0], lines
