@@ -3,8 +3,10 @@ script, every rank guarded (``backends.external.mpirun``).
 
 The script's MPI calls run on the real library, each after the guard has checked it; a rank
 that skips a call or calls another one is a report (exit status 1, printed once, by rank 0,
-with no store warning after it: ``backends.external.job_ending``) instead of a hang. Exit status: 0 the job ran, 1 a report or a
-rank's failure, 2 bad input (one line; no traceback).
+with no store warning after it: ``backends.external.job_ending``) instead of a hang. With
+``--gates observe``, rank 0 prints each latent gate of the job after the script (compared
+through the job's store: ``backends.external.store_gates``). Exit status: 0 the job ran, 1 a
+report or a rank's failure, 2 bad input (one line; no traceback).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 import os
 import sys
 
+from .backends.external.store_gates import add_gates_flag
 from .guard.policy import GUARDS
 from .comm.launch_config import LaunchConfig
 
@@ -23,9 +26,16 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _bad_input(message: str):
-    """One line from the first rank (every rank got the same arguments), status 2."""
+    """One line from the first rank (every rank got the same arguments), status 2. The
+    others leave once that line is out: mpirun ends the job when the first rank leaves
+    with an error, which could be before rank 0 has printed."""
     if os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMIX_RANK", "0")) == "0":
         print(f"trtsim.mpi: {message}", file=sys.stderr, flush=True)
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        sys.exit(2)                              # the line says so; no MPI to wait on
+    MPI.COMM_WORLD.Barrier()
     sys.exit(2)
 
 
@@ -39,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--guard", choices=GUARDS, default="strict", help="guard mode (default strict)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds before rank 0 reports the job as hung (default 300)")
+    add_gates_flag(p, "mpirun")
     p.add_argument("--log-dir", default=None,
                    help="every rank writes its call log here, for trtsim analyze")
     p.add_argument("--wrapper", action="append", default=[], metavar="MODULE",
@@ -56,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         config = LaunchConfig("gloo", args.guard, 0, args.timeout,
                               iteration_marker=args.iteration_marker,
                               wrappers=tuple(args.wrapper), intercept=("mpi",),
-                              log_dir=args.log_dir)
+                              log_dir=args.log_dir, gates=args.gates)
     except ValueError as exc:
         _bad_input(str(exc))
     try:
@@ -73,7 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         job = MpirunJob(args.script, tuple(args.args), tuple(places), config)
     except ValueError as exc:
         _bad_input(str(exc))
-    return run_rank(job, MPI)
+    end = run_rank(job, MPI)
+    for gate in end.latent:                      # rank 0's: the one rank that judges them
+        print(gate.line(), flush=True)
+    return end.status
 
 
 if __name__ == "__main__":

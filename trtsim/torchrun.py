@@ -18,6 +18,7 @@ import os
 import sys
 import traceback
 
+from .backends.external.store_gates import add_gates_flag
 from .guard.policy import GUARDS
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -49,8 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--guard", choices=GUARDS, default="strict", help="guard mode (default strict)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds before a rank's wait is reported as hung (default 300)")
-    p.add_argument("--gates", choices=("off", "observe"), default="off",
-                   help="observe: rank 0 prints each latent gate after the script (default off)")
+    add_gates_flag(p, "torchrun")
     p.add_argument("--call-log-dir", default=None, metavar="DIR",
                    help="every rank writes its call log here, for trtsim analyze")
     p.add_argument("-m", "--module", action="store_true",

@@ -17,7 +17,9 @@ after, so none has a connection torn under it), and mpirun ends them -- it does 
 as it would for a rank inside ``MPI_Finalize``. Every rank's watch sees a report its main
 thread cannot (in the script's own code, or in a real MPI call). Each rank writes its
 call log (``--log-dir``) on exit and on mpirun's SIGTERM, for ``trtsim analyze``
-(``mpirun_exits``). Threads the script starts belong to its rank.
+(``mpirun_exits``). Threads the script starts belong to its rank. With ``gates="observe"``
+each rank keeps the gates its calls passed and puts them in the store when its script
+returns; rank 0, once every rank is done, judges them all (``store_gates``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ from ...intercept.rank_api import RankAPI
 from ...intercept.mpi.run import MPIRank
 from ...intercept.mpi.standin import installed as standin_installed
 from ...comm.launch_config import LaunchConfig
+from ...comm.gate_record import GateRecorder
+from ...comm.gate_watch import watch_gates
+from ...comm.latent_gate import LatentGate
 from ...comm.origin import call_rank_program
 from ...comm import markers
 from ...layout.places import RankPlace
@@ -50,6 +55,7 @@ from ..process.rank_start import rank_distributed
 from ..process.store import LOOPBACK, serve_store
 from ..process.aborts import Aborted, Reported
 from ..process.transport import TorchTransport
+from .store_gates import flip_refused, judged_gates, publish_gates
 from .store_ledger import StoreLedger
 from .store_watch import StoreWatch
 from .torchrun import GRACE_S
@@ -68,6 +74,18 @@ class MpirunJob:
     def __post_init__(self) -> None:
         if not os.path.isfile(self.script):
             raise ValueError(f"script={self.script!r}: no such file")
+        if self.config.gates == "flip":
+            raise ValueError(f"gates='flip': {flip_refused('mpirun')}")
+
+
+@dataclass(frozen=True)
+class RankEnd:
+    """How this rank's script ended, where it ended normally: the exit status and, on rank 0
+    of a job with ``gates="observe"``, the latent gates of every rank's posts (the other
+    ranks judge none: rank 0 alone prints them)."""
+
+    status: int
+    latent: tuple[LatentGate, ...] = ()
 
 
 def store_host(hostnames: list[str]) -> str:
@@ -118,8 +136,8 @@ def _threads_share_the_rank(ends_job, on_report):
         threading.Thread.start = start
 
 
-def run_rank(job: MpirunJob, real_mpi) -> int:
-    """Run ``job``'s script on this MPI rank under the guard; the exit status when it ends
+def run_rank(job: MpirunJob, real_mpi) -> RankEnd:
+    """Run ``job``'s script on this MPI rank under the guard; how it ended, when it ends
     (a report or a failure ends the process here instead)."""
     world = real_mpi.COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
@@ -144,6 +162,8 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
     dist = rank_distributed(places[rank], transport, logger, config, wrappers=("runpy",))
     api = RankAPI.of(dist)
     api.attach(MPIRank(api, real_mpi))
+    recorder = GateRecorder() if config.gates == "observe" else None
+    watch_gates([dist], config, None, recorder)
     ending = JobEnding(ledger, rank, size, logger, stays=True, stay_s=config.timeout + 30)
     # every rank's watch: a report reaches a rank whose main thread is in the script's own
     # code or in a real MPI call; rank 0's also finds deadlocks, and keeps the deadline
@@ -164,12 +184,8 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
             isinstance(exc, torch.distributed.DistError) and job_ending(ledger))
 
     try:
-        with standin_installed(), markers.installed(config.iteration_marker), \
-                _threads_share_the_rank(ends_job, on_report):
-            sys.argv = [job.script, *job.args]         # as `python script.py args` has them
-            sys.path[0] = os.path.dirname(script)
-            call_rank_program(lambda _dist: runpy.run_path(script, run_name="__main__"),
-                              dist, ())
+        with _threads_share_the_rank(ends_job, on_report):
+            _run_script(job, script, dist)
     except (Reported, Aborted, torch.distributed.DistError) as exc:
         if ends_job(exc):
             on_report()
@@ -182,16 +198,29 @@ def run_rank(job: MpirunJob, real_mpi) -> int:
         fail(ledger, rank, logger, f"{type(exc).__name__}: {exc}",
               script_traceback(exc, script), EXIT_REPORT)
     try:
+        if recorder is not None:         # before DONE: every finished rank has posted
+            publish_gates(ledger, recorder.rows)
         ledger.set_status(rank, DONE)
     except torch.distributed.DistError:
         on_report()                      # a worker thread's report ended the job meanwhile
     if logger is not None:
         logger.close(DONE)
+    latent: list[LatentGate] = []
     if rank == 0:
         _wait_for_all(ledger, places)            # the store and the monitor serve them
+        latent = judged_gates(ledger, size) if recorder is not None else []
     for guard in guards:
         guard.stop()
-    return 0
+    return RankEnd(0, tuple(latent))
+
+
+def _run_script(job: MpirunJob, script: str, dist) -> None:
+    """``script`` as ``python script.py args`` runs it, with the stand-in mpi4py in front
+    of the real one and the launch's iteration marker."""
+    with standin_installed(), markers.installed(job.config.iteration_marker):
+        sys.argv = [job.script, *job.args]         # as `python script.py args` has them
+        sys.path[0] = os.path.dirname(script)
+        call_rank_program(lambda _dist: runpy.run_path(script, run_name="__main__"), dist, ())
 
 
 def _posted(ledger: StoreLedger, found: list):

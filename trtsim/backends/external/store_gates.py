@@ -1,4 +1,4 @@
-"""Latent gates of a job without a launcher of trtsim's (torchrun): the ranks' gate
+"""Latent gates of a job without a launcher of trtsim's (torchrun, mpirun): the ranks' gate
 observations compared through the job's c10d store.
 
 Each rank keeps its posts (``comm.gate_record.GateRecorder``) while its program runs and,
@@ -6,12 +6,15 @@ when the program returns, puts them in the store under one key of its own (compr
 row per guarded call). Once every rank is done (``StoreLedger.wait_all_done``), each rank
 reads every rank's key and judges them on one board (``judge_rows``), as the launcher of the
 process backends judges the files its ranks wrote: every rank's ``results.latent`` is the
-same list. Flip is not offered here: its replays re-run the launch, and a torchrun job runs
-each rank's program once.
+same list (an mpirun job's rank 0 alone judges: it serves the store and prints the gates,
+and the other ranks leave without waiting for each other). Flip is not offered here: its
+replays re-run the launch, and such a job runs each rank's program once (``add_gates_flag``:
+the faces' flag, one for both).
 """
 
 from __future__ import annotations
 
+import argparse
 import pickle
 import zlib
 
@@ -39,3 +42,28 @@ def judged_gates(ledger: StoreLedger, world: int) -> list[LatentGate]:
             if ledger.store.check([key]):
                 yield rank, pickle.loads(zlib.decompress(ledger.store.get(key)))
     return judge_rows(posted())
+
+
+JOB_GATES = ("off", "observe")                 # what a job run once can do with its gates
+
+
+def flip_refused(launcher: str) -> str:
+    """Why a job ``launcher`` starts has no flip, with what it has instead."""
+    return (f"a flip replays the launch, and a job {launcher} starts runs each rank's "
+            "program once; --gates observe lists the latent gates")
+
+
+def add_gates_flag(parser: argparse.ArgumentParser, launcher: str) -> None:
+    """``--gates off|observe`` on the face of a job ``launcher`` starts (torchrun, mpirun):
+    rank 0 prints each latent gate after the script. ``flip`` is refused with its reason, in
+    argparse's one line (the face's status 2)."""
+    def mode(value: str) -> str:
+        if value == "flip":
+            raise argparse.ArgumentTypeError(f"'flip': {flip_refused(launcher)}")
+        if value not in JOB_GATES:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {value!r} (choose from {', '.join(map(repr, JOB_GATES))})")
+        return value
+    parser.add_argument("--gates", type=mode, default="off", metavar="{off,observe}",
+                        help="observe: rank 0 prints each latent gate after the script "
+                             "(default off)")
