@@ -6,7 +6,7 @@ This repository's own ``gpu`` marker (setup.cfg registers it with ``slow``) is s
 without a GPU; the installed trtsim plugin only ever skips its own ``trtsim_gpu`` marker.
 
 What trtsim keeps in the user's cache folder (flipped runs' counterexamples, the explore
-command's hypothesis files) goes to a folder of this session's own, never the user's."""
+command's hypothesis files) goes to a folder of this test run's own, never the user's."""
 
 import atexit
 import os
