@@ -38,13 +38,12 @@ from __future__ import annotations
 import collections
 import copy
 import enum
-import importlib.abc
-import importlib.machinery
 import sys
 import threading
 import types
 from typing import Iterable
 
+from ...comm.import_hook import AfterImport
 from ...comm.launch_config import in_package
 
 _CONTAINERS = (dict, list, set, bytearray, collections.deque)
@@ -171,41 +170,6 @@ def _install(module: types.ModuleType, state: dict) -> None:
     d.update(state)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Wraps the loaders of the named modules so ``RankLocalModules`` hears of new imports."""
-
-    def __init__(self, owner: RankLocalModules):
-        self.owner = owner
-
-    def find_spec(self, name, path, target=None):
-        if not in_package(name, self.owner.prefixes):
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Loader(spec.loader, self.owner)
-                return spec
-        return None
-
-
-class _Loader(importlib.abc.Loader):
-    def __init__(self, inner, owner: RankLocalModules):
-        self.inner, self.owner = inner, owner
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module):
-        self.inner.exec_module(module)
-        self.owner.imported(module.__name__, module)
-
-    def __getattr__(self, name):          # get_resource_reader, is_package, get_code, ...
-        return getattr(self.inner, name)
-
-
 class installed:
     """``with installed(prefixes, n, standins) as modules:`` per-rank globals for the block
     (None when ``prefixes`` is empty: nothing is swapped)."""
@@ -213,13 +177,15 @@ class installed:
     def __init__(self, prefixes: Iterable[str], num_ranks: int, standins: dict | None = None):
         self.prefixes, self.num_ranks, self.standins = tuple(prefixes), num_ranks, standins
         self.modules: RankLocalModules | None = None
-        self._finder: _Finder | None = None
+        self._finder: AfterImport | None = None
 
     def __enter__(self) -> RankLocalModules | None:
         if not self.prefixes:
             return None
         self.modules = RankLocalModules(self.prefixes, self.num_ranks, self.standins)
-        self._finder = _Finder(self.modules)
+        modules, prefixes = self.modules, self.prefixes
+        self._finder = AfterImport(lambda name: in_package(name, prefixes),
+                                   lambda module: modules.imported(module.__name__, module))
         sys.meta_path.insert(0, self._finder)
         return self.modules
 

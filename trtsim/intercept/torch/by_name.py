@@ -15,9 +15,10 @@ never listed: a module that imports a collective by name tomorrow is covered the
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
 import types
+
+from ...comm.import_hook import AfterImport
 
 PACKAGE = "torch.distributed"
 KEEP = ("torch.distributed", "torch.distributed.distributed_c10d")   # their own names
@@ -39,42 +40,6 @@ def rebind(module: types.ModuleType, swaps: dict[int, tuple]) -> list[tuple]:
     return done
 
 
-class _Finder(importlib.abc.MetaPathFinder):
-    """Rebinds each torch.distributed module imported while the install is held, as soon as
-    it has run."""
-
-    def __init__(self, swaps: dict[int, tuple]):
-        self.swaps = swaps
-
-    def find_spec(self, name, path, target=None):
-        if not _ours(name):
-            return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(name, path, target)
-            if spec is not None:
-                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Loader(spec.loader, self.swaps)
-                return spec
-        return None
-
-
-class _Loader(importlib.abc.Loader):
-    def __init__(self, inner, swaps: dict[int, tuple]):
-        self.inner, self.swaps = inner, swaps
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module):
-        self.inner.exec_module(module)
-        rebind(module, self.swaps)
-
-    def __getattr__(self, name):          # get_resource_reader, is_package, get_code, ...
-        return getattr(self.inner, name)
-
-
 def install(swaps: dict[int, tuple]) -> tuple:
     """``swaps``: id(real function) -> (real function, stand-in). Rebinds the loaded modules
     and hooks later imports; what ``uninstall`` takes."""
@@ -82,7 +47,7 @@ def install(swaps: dict[int, tuple]) -> tuple:
     for name, module in list(sys.modules.items()):
         if module is not None and _ours(name):
             done += rebind(module, swaps)
-    finder = _Finder(swaps)
+    finder = AfterImport(_ours, lambda module: rebind(module, swaps))
     sys.meta_path.insert(0, finder)
     return finder, done
 
