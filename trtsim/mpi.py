@@ -15,8 +15,7 @@ import argparse
 import os
 import sys
 
-from .backends.external.store_gates import add_gates_flag
-from .guard.policy import GUARDS
+from .backends.external.job_flags import add_job_flags, tp_of
 from .comm.launch_config import LaunchConfig
 
 
@@ -41,15 +40,7 @@ def _bad_input(message: str):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m trtsim.mpi", description=__doc__.split("\n\n")[0])
-    p.add_argument("--tp", type=int, default=0, help="TP size of the layout (default: the "
-                   "ranks mpirun started, over pp x cp)")
-    p.add_argument("--pp", type=int, default=1, help="PP size (default 1)")
-    p.add_argument("--cp", type=int, default=1, help="CP size (default 1)")
-    p.add_argument("--attention-dp", action="store_true", help="the layout's attention DP")
-    p.add_argument("--guard", choices=GUARDS, default="strict", help="guard mode (default strict)")
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds before rank 0 reports the job as hung (default 300)")
-    add_gates_flag(p, "mpirun")
+    add_job_flags(p, "mpirun")
     p.add_argument("--log-dir", default=None,
                    help="every rank writes its call log here, for trtsim analyze")
     p.add_argument("--wrapper", action="append", default=[], metavar="MODULE",
@@ -79,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     from .layout.places import rank_places
     size = MPI.COMM_WORLD.Get_size()
     try:
-        tp = args.tp or max(1, size // max(1, args.pp * args.cp))
+        tp = tp_of(args, size)
         places = rank_places(instances_of(None, tp, args.pp, args.cp, args.attention_dp))
         job = MpirunJob(args.script, tuple(args.args), tuple(places), config)
     except ValueError as exc:

@@ -18,8 +18,7 @@ import os
 import sys
 import traceback
 
-from .backends.external.store_gates import add_gates_flag
-from .guard.policy import GUARDS
+from .backends.external.job_flags import add_job_flags, tp_of
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
@@ -38,19 +37,11 @@ def _bad_input(message: str):
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="torchrun ... -m trtsim.torchrun", description=__doc__.split("\n\n")[0])
-    p.add_argument("--tp", type=int, default=0, help="TP size of the layout (default: the "
-                   "world torchrun started, over pp x cp)")
-    p.add_argument("--pp", type=int, default=1, help="PP size (default 1)")
-    p.add_argument("--cp", type=int, default=1, help="CP size (default 1)")
-    p.add_argument("--attention-dp", action="store_true", help="the layout's attention DP")
+    add_job_flags(p, "torchrun")
     p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
                    help="the process groups trtsim makes (default gloo; nccl: GPUs)")
     p.add_argument("--intercept", default="torch", metavar="torch,mpi",
                    help="the APIs guarded (default torch)")
-    p.add_argument("--guard", choices=GUARDS, default="strict", help="guard mode (default strict)")
-    p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds before a rank's wait is reported as hung (default 300)")
-    add_gates_flag(p, "torchrun")
     p.add_argument("--call-log-dir", default=None, metavar="DIR",
                    help="every rank writes its call log here, for trtsim analyze")
     p.add_argument("-m", "--module", action="store_true",
@@ -79,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
                               gates=args.gates)
         target = ScriptTarget(None if args.module else args.script,
                               args.script if args.module else None, tuple(args.args))
-        tp = args.tp or max(1, world // max(1, args.pp * args.cp))
+        tp = tp_of(args, world)
         instances = instances_of(None, tp, args.pp, args.cp, args.attention_dp)
         if tp * args.pp * args.cp != world:
             raise ValueError(f"--tp {tp} x --pp {args.pp} x --cp {args.cp} lays out "
