@@ -6,6 +6,8 @@
 - ``draw_timeline``: every rank's calls in the order the scheduler ran them, coloured by
   group kind, with the calls of a report marked.
 - ``draw_acceptance``: measured acceptance length against (1 - a^(K+1)) / (1 - a).
+- ``draw_clock_timeline`` and ``draw_server_timeline``: virtual time per rank, and the serving
+  simulation's steps per server, as bars coloured by kind (one collection per row).
 """
 
 from __future__ import annotations
