@@ -12,7 +12,6 @@ that reproduces an incident.
 from __future__ import annotations
 
 import copy
-import os
 import random
 import tempfile
 import time
@@ -28,7 +27,7 @@ from ..layout.topology import topologies, topology
 from ..scenario.functional import ScenarioError, load_raw, resolve, set_dotted
 from ..scenario.registry import kind_of
 from ..strategies import by_size, overrides as override_strategy
-from ..backends.counterexample import report_header, write_counterexample
+from ..backends.counterexample import counterexample_path, report_header, write_counterexample
 from .hunt import HUNTS, is_violation
 from .output import writing
 
@@ -258,7 +257,7 @@ def _write(raw: dict, found: dict, result: RunResult, source: str, out_dir: str)
         set_dotted(scenario, key, value)
     scenario.pop("backend", None)
     scenario["name"] = f"{scenario.get('name', 'scenario')}_counterexample"
-    path = os.path.join(out_dir, f"{scenario['name']}.yaml")
+    path = counterexample_path(out_dir, scenario["name"])
     header = [f"Found by trtsim explore from {source}: the smallest variant that breaks it.",
               f"Varied: {', '.join(found)}. Verdict: {result.verdict}.",
               f"Replay: trtsim run {path}", *report_header(result.error)]

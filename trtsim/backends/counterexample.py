@@ -31,12 +31,18 @@ class NotWritten(ValueError):
     """A counterexample that could not be written: the folder and why, in one line."""
 
 
+def counterexample_path(folder: str, name: str) -> str:
+    """Where ``write_counterexample(folder, name, ...)`` writes (a header names it)."""
+    return os.path.join(folder, f"{name}.yaml")
+
+
 def write_counterexample(folder: str, name: str, header: Sequence[str], body: dict,
                          inputs: Sequence[str] = ()) -> str:
-    """Write ``body`` as ``folder/name.yaml`` under ``header`` (one comment line each);
-    the path. ``inputs``: files it must never overwrite (the scenario it was made from)."""
+    """Write ``body`` as ``counterexample_path(folder, name)`` under ``header`` (one comment
+    line each); the path. ``inputs``: files it must never overwrite (the scenario it was
+    made from)."""
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"{name}.yaml")
+    path = counterexample_path(folder, name)
     with atomic_writer(path, inputs=inputs) as f:
         f.write("".join(f"# {line}\n" for line in header))
         yaml.safe_dump(body, f, sort_keys=False)
@@ -92,11 +98,12 @@ def write_launch_flip(gate: LatentGate, folder: str, program: Callable, seed: in
     aim = aim_of(gate)
     target = getattr(program, "program", program)          # WithoutDist's program
     name = f"{getattr(target, '__module__', '?')}:{getattr(target, '__qualname__', '?')}"
-    path = os.path.join(folder, flip_name("launch", aim) + ".yaml")
+    file_name = flip_name("launch", aim)
+    path = counterexample_path(folder, file_name)
     header = [f"A latent gate of {name}, flipped: trtsim.launch(gates='flip') found it.",
               f"Replay: trtsim.launch({name}, <the same layout and arguments>,",
               f"                      gates='flip', flip={path!r})",
               "It raises the report:", *report_header(gate.flip)]
     body = {"kind": FLIP_KIND, "program": name, "backend": backend, "seed": seed,
             "flip": aim.to_dict()}
-    return write_counterexample(folder, flip_name("launch", aim), header, body)
+    return write_counterexample(folder, file_name, header, body)

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Callable
 
 from ..layout.places import InstanceLayout, group_table, rank_places
-from ..comm.launch_config import LaunchConfig, check_log_dir
+from ..comm.launch_config import TORCHRUN_FLIP, LaunchConfig, check_log_dir
 from ..comm.gate_record import judge_recorded
 from ..comm.launch_stamp import LaunchStamp
 from .inproc.world import InprocWorld
@@ -36,9 +36,7 @@ def run_ranks(instances: list[InstanceLayout], program: Callable, args: tuple,
     mode = torchrun_mode(config.backend)
     if mode is not None:
         if config.gates == "flip" and config.flip is None:
-            raise ValueError("gates='flip' under torchrun: a flip replays the launch, and a "
-                             "torchrun job runs each rank's program once; gates='observe' "
-                             "lists the latent gates there")
+            raise ValueError(TORCHRUN_FLIP)
         outcome = run_this_rank(places, program, tuple(args), config, groups,
                                 one_report=one_report, verdict=verdict)
         outcome.notes.insert(0, mode)

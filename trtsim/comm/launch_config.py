@@ -22,6 +22,16 @@ NOT_GATED = ("torch", "trtsim.calls", "trtsim.guard", "trtsim.comm", "trtsim.int
              "trtsim.backends", "trtsim.gates", "trtsim.launching", "trtsim.app")
 
 
+def flip_refused(job: str, observe: str = "gates='observe'") -> str:
+    """Why ``job`` (one another launcher starts: torchrun, mpirun) has no flip, and what it
+    has instead (``observe``: how the caller spells it)."""
+    return (f"a flip replays the launch, and {job} runs each rank's program once; {observe} "
+            "lists the latent gates")
+
+
+TORCHRUN_FLIP = f"gates='flip' under torchrun: {flip_refused('a torchrun job')} there"
+
+
 @dataclass(frozen=True)
 class LaunchConfig:
     """How to run the ranks: backend, guard mode, seed of the schedule, timeout in seconds."""
@@ -62,9 +72,7 @@ class LaunchConfig:
         if self.gates not in GATE_MODES:
             raise ValueError(f"gates={self.gates!r}; expected one of {', '.join(GATE_MODES)}")
         if self.gates == "flip" and self.backend == "torchrun" and self.flip is None:
-            raise ValueError("gates='flip': a flip replays the launch, and under torchrun "
-                             "this process is one rank of a job that runs once; "
-                             "gates='observe' lists the latent gates there")
+            raise ValueError(TORCHRUN_FLIP)
         object.__setattr__(self, "gates_in", check_gates_in(self.gates_in))
         if self.log_dir is not None:
             if not isinstance(self.log_dir, (str, os.PathLike)) or self.backend == "inproc":

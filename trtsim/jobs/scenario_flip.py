@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import copy
 
-from ..backends.counterexample import flip_name, report_header, write_counterexample
+from ..backends.counterexample import (counterexample_path, flip_name, report_header,
+                                      write_counterexample)
 from ..backends.gate_flip import aim_of
 from ..comm.latent_gate import LatentGate
 from ..scenario.functional import Scenario
@@ -21,6 +22,6 @@ def write_scenario_flip(gate: LatentGate, folder: str, scenario: Scenario) -> st
     header = [f"Found by trtsim run {scenario.source} --gates flip: the gate at {aim.site} "
               f"`{aim.condition}`,", f"flipped on rank {aim.rank} at its evaluation "
               f"{aim.evaluation}, gives the report below.", f"Replay: trtsim run "
-              f"{folder.rstrip('/')}/{name}.yaml", *report_header(gate.flip)]
+              f"{counterexample_path(folder, name)}", *report_header(gate.flip)]
     inputs = (scenario.source,) if scenario.source != "<dict>" else ()
     return write_counterexample(folder, name, header, raw, inputs=inputs)

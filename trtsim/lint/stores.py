@@ -31,9 +31,9 @@ class Stores:
             self.rebound.add(target.id) if self.fn is not None and self.fn.is_method and \
                 target.id == self.fn.params[0] else None
             if value is not None and isinstance(value, ast.expr):
-                texts = self.assigned.setdefault(target.id, [])
-                if len(texts) < 8:
-                    texts.append(value)
+                nodes = self.assigned.setdefault(target.id, [])
+                if len(nodes) < 8:
+                    nodes.append(value)
             if self.fn is None or target.id in self.declared_global:
                 self.facts.add(self.facts.globals, (self.path, target.id),
                                step(join(taint, self.ctrl(), self.reached()),

@@ -55,7 +55,7 @@ from ..process.rank_start import rank_distributed
 from ..process.store import LOOPBACK, serve_store
 from ..process.aborts import Aborted, Reported
 from ..process.transport import TorchTransport
-from .store_gates import flip_refused, judged_gates, publish_gates
+from .store_gates import job_flip_refused, judged_gates, publish_gates
 from .store_ledger import StoreLedger
 from .store_watch import StoreWatch
 from .torchrun import GRACE_S
@@ -75,7 +75,7 @@ class MpirunJob:
         if not os.path.isfile(self.script):
             raise ValueError(f"script={self.script!r}: no such file")
         if self.config.gates == "flip":
-            raise ValueError(f"gates='flip': {flip_refused('mpirun')}")
+            raise ValueError(f"gates='flip': {job_flip_refused('mpirun')}")
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import zlib
 
 from ...comm.gate_record import judge_rows
 from ...comm.latent_gate import LatentGate
+from ...comm.launch_config import flip_refused
 from .store_ledger import StoreLedger
 
 
@@ -47,10 +48,9 @@ def judged_gates(ledger: StoreLedger, world: int) -> list[LatentGate]:
 JOB_GATES = ("off", "observe")                 # what a job run once can do with its gates
 
 
-def flip_refused(launcher: str) -> str:
-    """Why a job ``launcher`` starts has no flip, with what it has instead."""
-    return (f"a flip replays the launch, and a job {launcher} starts runs each rank's "
-            "program once; --gates observe lists the latent gates")
+def job_flip_refused(launcher: str) -> str:
+    """Why a job ``launcher`` starts has no flip, with what its face has instead."""
+    return flip_refused(f"a job {launcher} starts", "--gates observe")
 
 
 def add_gates_flag(parser: argparse.ArgumentParser, launcher: str) -> None:
@@ -59,7 +59,7 @@ def add_gates_flag(parser: argparse.ArgumentParser, launcher: str) -> None:
     argparse's one line (the face's status 2)."""
     def mode(value: str) -> str:
         if value == "flip":
-            raise argparse.ArgumentTypeError(f"'flip': {flip_refused(launcher)}")
+            raise argparse.ArgumentTypeError(f"'flip': {job_flip_refused(launcher)}")
         if value not in JOB_GATES:
             raise argparse.ArgumentTypeError(
                 f"invalid choice: {value!r} (choose from {', '.join(map(repr, JOB_GATES))})")
