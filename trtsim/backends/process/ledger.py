@@ -185,7 +185,8 @@ class Ledger:
         where = (r, rec.group_kind, rec.comm)
         slot = self._found.get(where)
         if slot is None:
-            found = np.flatnonzero(self.slot_key[r] == comm_key(rec))
+            with self.locks.row(r):     # ordered after the claim, as the slot's data is
+                found = np.flatnonzero(self.slot_key[r] == comm_key(rec))
             if not found.size:
                 return None
             slot = self._found[where] = int(found[0])
@@ -247,8 +248,8 @@ class Ledger:
                 self.state[r, VERSION] += 1
 
     def notify(self, ranks: list[int]) -> None:
-        """Wake ``ranks`` if they wait for a post. A release is an atomic operation, so it
-        also fences this rank's post before its reads of the peers' slots."""
+        """Wake ``ranks`` if they wait for a post (a rank not waiting finds the wake-up at
+        its next wait, and only looks once more)."""
         for m in ranks:
             self.wakeups[m].release()
 

@@ -6,8 +6,8 @@ Before a rank issues a real collective it posts its record in the ledger and com
 match hashes of the members that posted the same group sequence; a differing member is
 reported and the rank does not enter the real collective, so the silent pairing of DESIGN 4
 cannot happen. Of any two members, the one that posts second sees the record of the first
-(the semaphore releases after a post are atomic operations: a full fence between the post and
-the reads), so one of them always sees a divergent pair.
+(a rank reads a peer's row under the row's mutex, after its own post: the mutexes order the
+two), so one of them always sees a divergent pair.
 
 Every collective waits until *every* member has posted (``guard.rules.awaits_every_member``)
 before its real call: a rooted one's root can finish before the others enter, and a real
@@ -65,7 +65,6 @@ class TorchTransport:
         self._check_abort()
         digest = self.ledger.post(self.rank, rec)
         if self.policy.compares and awaits_every_member(rec):
-            self.ledger.notify([m for m in rec.group_ranks if m != self.rank])
             # Every member must have posted this call before the real one runs: a real call
             # entered early could pair, on a shared transport, with another communicator's
             # call of a peer that is elsewhere (gloo aborts on the size mismatch).
@@ -207,9 +206,18 @@ class TorchTransport:
 
     def _check_members(self, rec: CallRecord, mine: bytes) -> None:
         """Wait until every member has posted ``rec.seq``, comparing this rank's record (its
-        match hash ``mine``) with each as it arrives."""
+        match hash ``mine``) with each as it arrives.
+
+        The member that finds every other one posted at its first look wakes them all; the
+        others sleep until then. Some member always does: each look reads a row under its
+        mutex after this rank's own post, so if x's look missed y's post, x posted before
+        y did (happens-before), and the member whose post comes last in that order missed
+        nobody. One wake-up per waiting member and call, where every member waking every
+        other cost each sleeper a wake-up per peer. The sleep is bounded (the abort flag,
+        the pending sends), so a wake-up lost to a dead peer costs only a poll."""
         waiting = [m for m in rec.group_ranks if m != self.rank]
-        while waiting:
+        first = True
+        while True:
             still = []
             for m in waiting:
                 seq, h = self.ledger.read_seq_hash(m, rec)
@@ -217,14 +225,18 @@ class TorchTransport:
                     still.append(m)
                 elif seq == rec.seq and h != mine:
                     self._report_mismatch(rec)
-            waiting = still
-            if waiting:
-                if self.ledger.aborted:
-                    raise Aborted()
+            if not still:
+                if first:        # the last to post: the others may sleep in this loop
+                    self.ledger.notify(waiting)
+                return
+            waiting, first = still, False
+            if self.ledger.aborted:
+                raise Aborted()
+            if self._inflight:
                 self._refresh_pending()
-                # Sleep until a peer posts instead of spinning: on a small machine spinning
-                # ranks starve the ranks they wait for.
-                self.ledger.wait_for_post(self.rank, timeout=0.05)
+            # Sleep until a peer posts instead of spinning: on a small machine spinning
+            # ranks starve the ranks they wait for.
+            self.ledger.wait_for_post(self.rank, timeout=0.05)
 
     def _reject(self, err: CollectiveError) -> None:
         """A message the guard's p2p rule rejected: report it, take nothing."""
