@@ -27,6 +27,11 @@ marks it consistent, so the monitor cannot hang on a dead rank's row. The critic
 are a few stores or copies (no syscall when uncontended): benchmarks/bench_process.py
 measures the guard with them (docs/BENCHMARKS.md). The abort flag is one word that only goes
 from 0 to 1; a late read of it only delays the abort.
+
+Every guarded call posts, reads its peers and sets its status: those paths store and load
+through flat views of the block (``_Words``), since a numpy item store costs several times a
+memoryview's (16 bytes of hash: ten times), and the rank runs them on a cold cache, just after
+a real call returned. Everything else reads the numpy views of ``LAYOUT``.
 """
 
 from __future__ import annotations
@@ -44,10 +49,30 @@ from ...calls.ops import Op
 from ...calls.records import CallRecord
 from .ledger_layout import (BLOCKED_SLOT, CLOCK_HISTORY, ITERATION, LAYOUT, MAX_DONE,
                             MAX_PENDING, MAX_SLOTS, NUM_DONE, NUM_PENDING, P2P_KEY, P2P_SLOT,
-                            PID, READY_NS, STATUS, STATUS_CODES, STATUS_NAMES, VERSION,
-                            aligned, placed)
-from .record_codec import RecordCodec, pack_ranks
+                            PID, READY_NS, STATE_COLS, STATUS, STATUS_CODES, STATUS_NAMES,
+                            VERSION, aligned, placed)
+from .record_codec import SLOT_BYTES, RecordCodec, pack_ranks
 from .row_mutex import RowLocks
+
+
+class _Words:
+    """The block as flat int64 (``q``), float64 (``d``) and byte (``b``) views, with where
+    each area of ``LAYOUT`` starts in them: cells are ``q[area + index]``, ``index`` in the
+    area's row-major order (a rank's row, then a slot)."""
+
+    def __init__(self, buf, areas: list[tuple[str, Any, tuple, int]]):
+        self.b = buf
+        self.q = buf.cast("q")
+        self.d = buf.cast("d")
+        at = {name: off for name, _, _, off in areas}      # byte offsets (64-byte aligned)
+        self.header, self.state = at["header"] // 8, at["state"] // 8
+        self.seq, self.iters, self.reclen = at["seq"] // 8, at["iters"] // 8, at["reclen"] // 8
+        self.clocks = at["clocks"] // 8
+        self.hash, self.rec = at["hash"], at["rec"]           # in bytes
+
+    def release(self) -> None:
+        self.q.release()
+        self.d.release()
 
 
 def comm_key(rec: CallRecord) -> int:
@@ -91,11 +116,13 @@ class Ledger:
         self._keys: dict[tuple, tuple] = {}  # reader's cache: (rank, slot) -> (seq, group key)
         buf: Any = shm.buf         # a memoryview while the block is open
         base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-        for name, dtype, shape, off in placed(num_ranks):
+        areas = placed(num_ranks)
+        for name, dtype, shape, off in areas:
             if name == "locks":
                 self.locks = RowLocks(base + off, num_ranks)
             else:
                 setattr(self, name, np.ndarray(shape, dtype=dtype, buffer=buf, offset=off))
+        self._w = _Words(buf, areas)
 
     @staticmethod
     def size(num_ranks: int) -> int:
@@ -128,6 +155,7 @@ class Ledger:
     def close(self) -> None:
         for name, *_ in LAYOUT:
             setattr(self, name, None)
+        self._w.release()
         self.shm.close()
         if self.owner:
             try:
@@ -137,10 +165,11 @@ class Ledger:
 
     # -- rank side (each rank writes only its own row, holding the row's mutex) ----------
     def _status(self, r: int, status: RankStatus) -> None:
-        self.state[r, STATUS] = STATUS_CODES[status]
+        q, row = self._w.q, self._w.state + r * STATE_COLS
+        q[row + STATUS] = STATUS_CODES[status]
         if status != BLOCKED:
-            self.state[r, BLOCKED_SLOT] = -1
-        self.state[r, VERSION] += 1
+            q[row + BLOCKED_SLOT] = -1
+        q[row + VERSION] += 1
 
     def set_status(self, r: int, status: RankStatus) -> None:
         with self.locks.row(r):
@@ -197,16 +226,19 @@ class Ledger:
         the record's match hash."""
         slot = self._own_slot(r, rec)
         data, digest = self._codec.encode(rec)           # the slow part, outside the lock
+        w, cell = self._w, r * MAX_SLOTS + slot
+        q, b = w.q, w.b
         with self.locks.row(r):
-            if self.reclen[r, slot] != len(data) or self._posted_data.get((r, slot)) != data:
-                self.rec[r, slot, :len(data)] = np.frombuffer(data, dtype=np.uint8)
-                self.reclen[r, slot] = len(data)
+            if self._posted_data.get((r, slot)) is not data:     # a new template (cached)
+                start = w.rec + cell * SLOT_BYTES
+                b[start:start + len(data)] = data
+                q[w.reclen + cell] = len(data)
                 self._posted_data[(r, slot)] = data
-            self.hash[r, slot] = np.frombuffer(digest, dtype=np.uint8)
-            self.clocks[r, slot, rec.seq % CLOCK_HISTORY] = rec.clock
-            self.iters[r, slot] = rec.iteration
-            self.seq[r, slot] = rec.seq
-            self.state[r, BLOCKED_SLOT] = slot
+            b[w.hash + cell * 16:w.hash + cell * 16 + 16] = digest
+            w.d[w.clocks + cell * CLOCK_HISTORY + rec.seq % CLOCK_HISTORY] = rec.clock
+            q[w.iters + cell] = rec.iteration
+            q[w.seq + cell] = rec.seq
+            q[w.state + r * STATE_COLS + BLOCKED_SLOT] = slot
             self._status(r, BLOCKED)
         return digest
 
@@ -264,8 +296,9 @@ class Ledger:
         k = self.slot_of(r, rec)
         if k is None:
             return 0, b""
+        w, cell = self._w, r * MAX_SLOTS + k
         with self.locks.row(r):
-            return int(self.seq[r, k]), self.hash[r, k].tobytes()
+            return w.q[w.seq + cell], bytes(w.b[w.hash + cell * 16:w.hash + cell * 16 + 16])
 
     def arrival(self, r: int, rec: CallRecord) -> float:
         """Rank r's virtual clock when it entered call ``rec.seq`` on ``rec``'s communicator."""
@@ -312,7 +345,7 @@ class Ledger:
 
     @property
     def aborted(self) -> bool:
-        return bool(self.header[0])
+        return self._w.q[self._w.header] != 0
 
     def abort(self) -> None:
         self.header[0] = 1

@@ -97,7 +97,7 @@ def rank_main(rank: int, places: list[RankPlace], group_table: dict, program_blo
         # connections, turning a hang the monitor can explain into a socket error.
         while not ledger.aborted:
             time.sleep(0.005)
-        ledger.shm.close()
+        ledger.close()
         # Skip interpreter teardown: destroying communicators whose peers are gone can hang.
         os._exit(0)
 
