@@ -134,5 +134,5 @@ def test_an_irregular_long_group_is_announced_once_and_resolved_by_the_launcher(
         seen = owner.snapshot([_Place()] * 2)[0].call
         assert (seen.group_ranks, seen.seq, seen.comm) == (group, 2, "torch:7")
     finally:
-        rank.shm.close()
+        rank.close()
         owner.close()
