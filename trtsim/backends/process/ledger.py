@@ -65,6 +65,7 @@ class _Words:
         self.q = buf.cast("q")
         self.d = buf.cast("d")
         at = {name: off for name, _, _, off in areas}      # byte offsets (64-byte aligned)
+        self.hash_bytes = next(shape[-1] for name, _, shape, _ in areas if name == "hash")
         self.header, self.state = at["header"] // 8, at["state"] // 8
         self.seq, self.iters, self.reclen = at["seq"] // 8, at["iters"] // 8, at["reclen"] // 8
         self.clocks = at["clocks"] // 8
@@ -227,14 +228,14 @@ class Ledger:
         slot = self._own_slot(r, rec)
         data, digest = self._codec.encode(rec)           # the slow part, outside the lock
         w, cell = self._w, r * MAX_SLOTS + slot
-        q, b = w.q, w.b
+        q, b, at = w.q, w.b, w.hash + cell * w.hash_bytes
         with self.locks.row(r):
             if self._posted_data.get((r, slot)) is not data:     # a new template (cached)
                 start = w.rec + cell * SLOT_BYTES
                 b[start:start + len(data)] = data
                 q[w.reclen + cell] = len(data)
                 self._posted_data[(r, slot)] = data
-            b[w.hash + cell * 16:w.hash + cell * 16 + 16] = digest
+            b[at:at + w.hash_bytes] = digest
             w.d[w.clocks + cell * CLOCK_HISTORY + rec.seq % CLOCK_HISTORY] = rec.clock
             q[w.iters + cell] = rec.iteration
             q[w.seq + cell] = rec.seq
@@ -297,8 +298,9 @@ class Ledger:
         if k is None:
             return 0, b""
         w, cell = self._w, r * MAX_SLOTS + k
+        at = w.hash + cell * w.hash_bytes
         with self.locks.row(r):
-            return w.q[w.seq + cell], bytes(w.b[w.hash + cell * 16:w.hash + cell * 16 + 16])
+            return w.q[w.seq + cell], bytes(w.b[at:at + w.hash_bytes])
 
     def arrival(self, r: int, rec: CallRecord) -> float:
         """Rank r's virtual clock when it entered call ``rec.seq`` on ``rec``'s communicator."""

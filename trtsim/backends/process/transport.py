@@ -232,8 +232,7 @@ class TorchTransport:
             waiting, first = still, False
             if self.ledger.aborted:
                 raise Aborted()
-            if self._inflight:
-                self._refresh_pending()
+            self._refresh_pending()
             # Sleep until a peer posts instead of spinning: on a small machine spinning
             # ranks starve the ranks they wait for.
             self.ledger.wait_for_post(self.rank, timeout=0.05)
