@@ -27,12 +27,19 @@ EXTRA = 5                   # lines of ours beyond the report and the launcher's
 # Written for torchrun, nothing of trtsim in it. Rank 3 warns twice: once of its own, once
 # through c10d (a deprecation warning of torch's, unrelated to the store).
 TORCH_JOB = textwrap.dedent("""
-    import os, warnings
+    import atexit, os, warnings
     import torch
     import torch.distributed as dist
     from torch.distributed import distributed_c10d
 
+    def gloo_threads_at_exit():
+        tasks = f"/proc/{os.getpid()}/task"
+        names = [open(f"{tasks}/{t}/comm").read() for t in os.listdir(tasks)]
+        os.write(1, f"GLOO THREADS AT EXIT {sum('gloo' in n for n in names)}\\n".encode())
+
     def main(kind):
+        if kind == "clean":
+            atexit.register(gloo_threads_at_exit)
         dist.init_process_group("gloo")
         rank = int(os.environ["RANK"])
         if rank == 3:
@@ -134,6 +141,9 @@ def test_torchrun_runs_a_clean_script_with_status_0(tmp_path, text):
     out = torchrun(tmp_path, "clean", text=text)
     assert out.returncode == 0, (out.stdout + out.stderr)[-4000:]
     assert out.stdout.count("RETURNED") == (4 if text == LAUNCH_JOB else 0)
+    # trtsim's groups are freed as the rank leaves: no gloo thread is left to the
+    # interpreter's exit, where one can abort the process ("terminate called ...")
+    assert out.stdout.count("GLOO THREADS AT EXIT 0\n") == 4, out.stdout
 
 
 # A shipped scenario on 4 ranks (ctx and gen, each PP2): its PP stages flip their sticky

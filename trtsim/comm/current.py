@@ -33,6 +33,14 @@ def bind(dist: Distributed, whole_process: bool = False) -> None:
         _PROCESS_RANK[:] = [dist]
 
 
+def unbind() -> None:
+    """No rank is current in this context, nor in this process (its rank has left): nothing
+    here holds the rank's Distributed, so what it holds (a torchrun rank's process groups)
+    can be freed before the interpreter ends."""
+    _RANK.set(None)
+    _PROCESS_RANK.clear()
+
+
 def current() -> Distributed | None:
     """The current rank's Distributed, or None outside a launched rank."""
     dist = _RANK.get()

@@ -32,6 +32,7 @@ from ...guard.waitfor import BLOCKED, DONE, FAILED
 from ...calls.errors import CollectiveError, RankFailed
 from ...comm.outcome import LaunchOutcome
 from ...comm.latent_gate import LatentGate
+from ...comm.current import unbind
 from ...comm.origin import program_traceback
 from ..process.culprit import is_peer_loss
 from ..process import call_log_writer
@@ -190,8 +191,10 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
             logger.close(status, *failure)
         # Communicators left to the interpreter's exit can still have gloo's threads running
         # as it ends (SIGABRT, "terminate called without an active exception"): trtsim shuts
-        # down what it made -- the default group, or only its own groups over the script's.
+        # down what it made -- the default group, or only its own groups over the script's --
+        # and the process lets go of its rank, which holds the groups: they are freed below.
         _leave(groups, made)
+        unbind()
     if one_report == RETURNS and ending is not None:
         ending.settle()                     # every rank but 0 leaves here
     census: list[dict] = [{} for _ in range(world)]
