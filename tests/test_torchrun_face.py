@@ -30,12 +30,37 @@ JOB = textwrap.dedent("""
 """)
 
 
-def torchrun(tmp_path, *args):
+# Started before trtsim in every worker (a sitecustomize): the first rank starts only once
+# another worker has ended or 3 s have passed, as on a busy machine where it comes last.
+FIRST_COMES_LAST = textwrap.dedent("""
+    import os, time
+    rank, here = os.environ.get("RANK"), os.environ.get("TRTSIM_TEST_DIR")
+    if rank is not None and here is not None:
+        if rank != "0":
+            with open(os.path.join(here, f"pid{rank}.tmp"), "w") as f:
+                f.write(str(os.getpid()))
+            os.rename(os.path.join(here, f"pid{rank}.tmp"), os.path.join(here, f"pid{rank}"))
+        else:
+            def alive(r):
+                path = os.path.join(here, f"pid{r}")
+                return not os.path.exists(path) or os.path.exists(f"/proc/{open(path).read()}")
+            deadline = time.monotonic() + 3
+            while all(alive(r) for r in (1, 2, 3)) and time.monotonic() < deadline:
+                time.sleep(0.01)
+""")
+
+
+def torchrun(tmp_path, *args, first_comes_last: bool = False):
     script = tmp_path / "job.py"
     script.write_text(JOB)
+    path, env = ROOT, {}
+    if first_comes_last:
+        (tmp_path / "site").mkdir()
+        (tmp_path / "site" / "sitecustomize.py").write_text(FIRST_COMES_LAST)
+        path, env = f"{tmp_path / 'site'}{os.pathsep}{ROOT}", {"TRTSIM_TEST_DIR": str(tmp_path)}
     return subprocess.run([TORCHRUN, "--standalone", "--nproc-per-node", "4", "-m",
                            "trtsim.torchrun", *args], capture_output=True, text=True,
-                          timeout=400, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=ROOT))
+                          timeout=400, cwd=tmp_path, env=dict(os.environ, PYTHONPATH=path, **env))
 
 
 def test_a_tp_layout_skip_is_reported_and_the_call_logs_read_back(tmp_path):
@@ -64,6 +89,13 @@ def test_bad_input_is_one_line_from_one_rank_and_status_2(tmp_path, args, phrase
     ours = [line for line in out.stderr.splitlines() if line.startswith("trtsim.torchrun: ")]
     assert len(ours) == 1 and phrase in ours[0], out.stderr[-3000:]
     assert "Traceback (most recent call last):\n  File \"<frozen runpy>\"" not in out.stderr
+
+
+def test_the_bad_input_line_is_printed_when_the_first_rank_comes_last(tmp_path):
+    out = torchrun(tmp_path, "--guard", "loose", "job.py", first_comes_last=True)
+    assert out.returncode != 0
+    ours = [line for line in out.stderr.splitlines() if line.startswith("trtsim.torchrun: ")]
+    assert len(ours) == 1 and "invalid choice: 'loose'" in ours[0], out.stderr[-3000:]
 
 
 def test_outside_torchrun_it_says_how_to_run_it():

@@ -21,6 +21,7 @@ import traceback
 from .backends.external.job_flags import add_job_flags, tp_of
 
 TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+BAD_INPUT_WAIT_S = 30.0    # how long a rank waits for the first to print a bad input's line
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,9 +31,33 @@ class _Parser(argparse.ArgumentParser):
 
 def _bad_input(message: str):
     """One line from the first rank (every rank got the same arguments), status 2."""
-    if os.environ.get("RANK", "0") == "0":
+    first = os.environ.get("RANK", "0") == "0"
+    if first:
         print(f"trtsim.torchrun: {message}", file=sys.stderr, flush=True)
+    _after_the_first_rank(first)
     sys.exit(2)
+
+
+def _after_the_first_rank(first: bool) -> None:
+    """The other ranks leave only once the first has printed, as torchrun's agent store says:
+    the agent ends every worker as soon as one has failed, and on a busy machine it would end
+    the first before its line. Without the agent's store (another env:// launcher) a rank
+    leaves at once; with it, after ``BAD_INPUT_WAIT_S`` at most."""
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return
+    from datetime import timedelta
+
+    import torch.distributed as tdist
+    key = f"trtsim.torchrun/bad_input/{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}"
+    try:
+        store = tdist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                               is_master=False, timeout=timedelta(seconds=BAD_INPUT_WAIT_S))
+        if first:
+            store.set(key, "printed")
+        else:
+            store.wait([key])
+    except (KeyError, ValueError, RuntimeError):
+        pass                                     # leaving anyway: the line is the first's
 
 
 def build_parser() -> argparse.ArgumentParser:
