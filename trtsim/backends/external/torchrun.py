@@ -191,8 +191,7 @@ def _run_this_rank(places: list[RankPlace], program: Callable, args: tuple,
             logger.close(status, *failure)
         # Communicators left to the interpreter's exit can still have gloo's threads running
         # as it ends (SIGABRT, "terminate called without an active exception"): trtsim shuts
-        # down what it made -- the default group, or only its own groups over the script's --
-        # and the process lets go of its rank, which holds the groups: they are freed below.
+        # down what it made (``_leave``) and lets go of the rank that holds the groups.
         _leave(groups, made)
         unbind()
     if one_report == RETURNS and ending is not None:
