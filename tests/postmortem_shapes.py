@@ -1,7 +1,7 @@
 """Six ways a job hangs, as plain torch.distributed programs, and a runner that makes real
 PyTorch Flight Recorder dumps of them from hung gloo runs (DESIGN 8).
 
-Each program knows nothing of trtsim. ``make_dumps`` starts one process per rank (env://
+Each program knows nothing of trtsim. ``make_runs`` forks one process per rank (env://
 rendezvous, ``TORCH_FR_BUFFER_SIZE`` set), runs the program and, once the rank's recorder
 shows where the hang leaves it (``FINAL``), dumps its ring buffer from a watcher thread while
 the hung ranks are still blocked in gloo: the pickle to ``<prefix><rank>`` (the name PyTorch's writer uses) and the JSON form to
@@ -14,6 +14,7 @@ Flight Recorder cannot see; trtsim's own call logs cover it (``programs.p2p_tag_
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -178,44 +179,82 @@ def _rank_main() -> None:
 
 
 # -- the launcher side ----------------------------------------------------------------------
+# One launcher process imports torch once and forks every rank of every run (a fork of a
+# process that made no process group is a clean start for gloo): seventeen rank processes
+# that each imported torch cost the suite as much CPU as the runs themselves.
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
 
+def _fork_rank(shape: str, prefix: str, port: int, rank: int, buffer: int) -> int:
+    pid = os.fork()
+    if pid == 0:
+        try:       # the recorder reads its size at the first process group: after the fork
+            os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), SHAPE=shape,
+                              WORLD_SIZE=str(SHAPES[shape]), RANK=str(rank),
+                              LOCAL_RANK=str(rank), TORCH_FR_BUFFER_SIZE=str(buffer),
+                              TORCH_FR_DUMP_TEMP_FILE=prefix, OMP_NUM_THREADS="1")
+            _rank_main()
+        finally:
+            os._exit(1)
+    return pid
+
+
+def _launch(runs: dict[str, tuple[str, int]], timeout: float, at_once: int = 3) -> None:
+    """The launcher process: each run ``out_dir -> (shape, buffer)``, ``at_once`` runs at a
+    time (2-3 processes each, on a small machine); exits 1 naming what failed."""
+    deadline = time.monotonic() + timeout
+    todo, running, failed = list(runs.items()), {}, []
+    while todo or running:
+        while todo and len({run for run, _ in running.values()}) < at_once:
+            out_dir, (shape, buffer) = todo.pop(0)
+            os.makedirs(out_dir, exist_ok=True)
+            port, prefix = _free_port(), os.path.join(out_dir, PREFIX)
+            for r in range(SHAPES[shape]):
+                running[_fork_rank(shape, prefix, port, r, buffer)] = (out_dir, r)
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            if time.monotonic() > deadline:
+                for pid in running:
+                    os.kill(pid, 9)
+                sys.exit(f"runs past {timeout} s: {sorted(set(running.values()))}")
+            time.sleep(0.02)
+            continue
+        run, rank = running.pop(pid)
+        if os.waitstatus_to_exitcode(status) != 0:
+            failed.append(f"{run} rank {rank}: status {os.waitstatus_to_exitcode(status)}")
+    if failed:
+        sys.exit(f"failed: {failed}")
+
+
+def make_runs(runs: dict[str, tuple[str, int]], timeout: float = 240.0) -> None:
+    """Run each ``out_dir -> (shape, buffer)`` on gloo, one process per rank, and dump every
+    rank's Flight Recorder (a ring of ``buffer`` entries) into ``out_dir`` while the job
+    hangs: the pickle, then the JSON form, per rank."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    job = subprocess.run([sys.executable, "-m", "tests.postmortem_shapes", json.dumps(runs),
+                          str(timeout)], env=env, cwd=root, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, timeout=timeout + 60)
+    missing = [f for out_dir, (shape, _) in runs.items() for f in _files(out_dir, shape)
+               if not os.path.exists(f)]
+    if missing or job.returncode != 0:
+        raise RuntimeError(f"dumps missing {missing}; launcher status {job.returncode}: "
+                           f"{job.stderr.decode(errors='replace')[-4000:]}")
+
+
+def _files(out_dir: str, shape: str) -> list[str]:
+    prefix = os.path.join(out_dir, PREFIX)
+    return [f"{prefix}{r}{ext}" for ext in ("", ".json") for r in range(SHAPES[shape])]
+
+
 def make_dumps(shape: str, out_dir: str, timeout: float = 240.0, buffer: int = 2000
                ) -> list[str]:
-    """Run ``shape`` on gloo, one process per rank, and dump every rank's Flight Recorder
-    (a ring of ``buffer`` entries) while the job hangs; returns the dump files (pickle, then
-    JSON, per rank)."""
-    n = SHAPES[shape]
-    os.makedirs(out_dir, exist_ok=True)
-    prefix = os.path.join(out_dir, PREFIX)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
-               WORLD_SIZE=str(n), TORCH_FR_BUFFER_SIZE=str(buffer), TORCH_FR_DUMP_TEMP_FILE=prefix,
-               SHAPE=shape, OMP_NUM_THREADS="1",
-               PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.postmortem_shapes"],
-                              env=dict(env, RANK=str(r), LOCAL_RANK=str(r)), cwd=root,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-             for r in range(n)]
-    deadline = time.monotonic() + timeout
-    errors = []
-    for p in procs:
-        try:
-            _, err = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
-            _, err = p.communicate()
-        if p.returncode != 0:
-            errors.append(err.decode(errors="replace")[-2000:])
-    files = [f"{prefix}{r}{ext}" for ext in ("", ".json") for r in range(n)]
-    missing = [f for f in files if not os.path.exists(f)]
-    if missing or errors:
-        raise RuntimeError(f"{shape}: dumps missing {missing}; rank errors: {errors}")
-    return files
+    """``make_runs`` of one run; returns its dump files (pickle, then JSON, per rank)."""
+    make_runs({out_dir: (shape, buffer)}, timeout)
+    return _files(out_dir, shape)
 
 
 # -- the suite's dumps: made once per session, shared by every xdist worker ----------------
@@ -226,18 +265,13 @@ RUNS = {**{shape: (shape, 2000) for shape in SHAPES},
 def suite_dumps(root: str) -> str:
     """Every run of ``RUNS`` dumped under ``root/<run>`` (once: a lock and a marker file
     keep parallel workers from making them twice); returns ``root``."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from filelock import FileLock
     os.makedirs(root, exist_ok=True)
     with FileLock(os.path.join(root, ".lock")):
         done = os.path.join(root, ".done")
         if not os.path.exists(done):
-            with ThreadPoolExecutor(3) as pool:     # 2-3 processes each, on a small machine
-                jobs = [pool.submit(make_dumps, shape, os.path.join(root, run), buffer=buffer)
-                        for run, (shape, buffer) in RUNS.items()]
-                for job in jobs:
-                    job.result()
+            make_runs({os.path.join(root, run): shape_buffer
+                       for run, shape_buffer in RUNS.items()})
             open(done, "w").close()
     return root
 
@@ -261,4 +295,4 @@ def live_report(shape: str):
 
 
 if __name__ == "__main__":
-    _rank_main()
+    _launch({k: tuple(v) for k, v in json.loads(sys.argv[1]).items()}, float(sys.argv[2]))
