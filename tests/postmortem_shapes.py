@@ -1,12 +1,11 @@
 """Six ways a job hangs, as plain torch.distributed programs, and a runner that makes real
 PyTorch Flight Recorder dumps of them from hung gloo runs (DESIGN 8).
 
-Each program knows nothing of trtsim. ``make_runs`` forks one process per rank (env://
-rendezvous, ``TORCH_FR_BUFFER_SIZE`` set), runs the program and, once the rank's recorder
-shows where the hang leaves it (``FINAL``), dumps its ring buffer from a watcher thread while
-the hung ranks are still blocked in gloo: the pickle to ``<prefix><rank>`` (the name PyTorch's writer uses) and the JSON form to
-``<prefix><rank>.json``. Then every rank exits. The same programs run under
-``trtsim.launch(..., intercept=("torch",))`` give the live guard's report to compare with.
+Each program knows nothing of trtsim. ``make_runs`` forks one process per rank (env://, with
+``TORCH_FR_BUFFER_SIZE``); once a rank's recorder shows where the hang leaves it (``FINAL``), a
+watcher thread dumps its ring buffer while the hung ranks still block in gloo: the pickle to
+``<prefix><rank>`` (PyTorch's name), the JSON to ``<prefix><rank>.json``. The same programs
+under ``trtsim.launch(..., intercept=("torch",))`` give the live guard's report to compare.
 
 The p2p tag mismatch is here too, though gloo records no p2p op: its dumps show what a
 Flight Recorder cannot see; trtsim's own call logs cover it (``programs.p2p_tag_mismatch``).
