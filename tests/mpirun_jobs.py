@@ -58,8 +58,21 @@ class Job:
         return out
 
 
+# Open MPI's launcher now and then fails before it starts any rank (open-mpi/ompi#1986 has
+# such random PMIx launch errors): that job never ran, so it is started again, twice at most.
+NOT_LAUNCHED = "The PMIx server's listener thread failed to start"
+
+
 def mpirun(args: list[str], timeout: float, ranks: int = 4) -> Job:
     """``mpirun -n ranks python ARGS`` in the repository root."""
+    for _ in range(2):
+        job = _mpirun_once(args, timeout, ranks)
+        if job.returncode in (0, None) or NOT_LAUNCHED not in job.output:
+            return job
+    return _mpirun_once(args, timeout, ranks)
+
+
+def _mpirun_once(args: list[str], timeout: float, ranks: int) -> Job:
     import time
     cmd = [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-n", str(ranks), sys.executable,
            *args]
