@@ -228,7 +228,7 @@ def main(names) -> None:
     rank = mpi().COMM_WORLD.Get_rank()
     for name in (LEGAL if names == ["all"] else names):
         prog = globals().get(name) or getattr(mpi_bugs, name)
-        print("RESULT " + json.dumps([name, rank, prog()]), flush=True)
+        os.write(1, ("RESULT " + json.dumps([name, rank, prog()]) + "\n").encode())  # 1 write
 
 
 if __name__ == "__main__":

@@ -97,9 +97,10 @@ JOB = textwrap.dedent("""
         try:
             trtsim.launch(getattr(deep_programs, sys.argv[1]), tp=2, pp=2, backend="gloo",
                           timeout=60)
-            print("RANK", os.environ["RANK"], "OK")
+            os.write(1, f"RANK {{os.environ['RANK']}} OK\\n".encode())   # one write a line
         except trtsim.CollectiveError as err:
-            print("RANK", os.environ["RANK"], type(err).__name__, err.ranks)
+            os.write(1, f"RANK {{os.environ['RANK']}} {{type(err).__name__}} {{err.ranks}}\\n"
+                     .encode())
             sys.exit(1)
 """)
 

@@ -25,11 +25,11 @@ JOB = textwrap.dedent("""
             res = trtsim.launch(prog, tp=2, args=([[3, 5], [2, 2]],), backend="gloo",
                                 gates=sys.argv[2], timeout=60)
         except ValueError as exc:
-            print(f"RANK {{os.environ['RANK']}} REFUSED {{exc}}")
-        else:
+            os.write(1, f"RANK {{os.environ['RANK']}} REFUSED {{exc}}\\n".encode())
+        else:                                    # one write a line: the ranks share stdout
             for gate in res.latent:
-                print(f"RANK {{os.environ['RANK']}} {{gate.line()}}")
-            print(f"RANK {{os.environ['RANK']}} LATENT {{len(res.latent)}}")
+                os.write(1, f"RANK {{os.environ['RANK']}} {{gate.line()}}\\n".encode())
+            os.write(1, f"RANK {{os.environ['RANK']}} LATENT {{len(res.latent)}}\\n".encode())
 """)
 
 

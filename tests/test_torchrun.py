@@ -94,10 +94,11 @@ OWN_GROUP_JOB = textwrap.dedent("""
         os.environ["NCCL_NVLS_ENABLE"] = "1"            # trtsim sets both for its launch
         os.environ.pop("NVSHMEM_DISABLE_NVLS", None)
         res = trtsim.launch(programs.gathers, tp=2, pp=2, backend=sys.argv[1], timeout=60)
-        print("RANK", os.environ["RANK"], "NOTES", res.notes[:2])
-        print("RANK", os.environ["RANK"], "STILL", tdist.is_initialized())
-        print("RANK", os.environ["RANK"], "ENV", os.environ.get("NCCL_NVLS_ENABLE"),
-              os.environ.get("NVSHMEM_DISABLE_NVLS"))
+        rank, env = os.environ["RANK"], os.environ.get   # one write a line: ranks share stdout
+        os.write(1, f"RANK {{rank}} NOTES {{res.notes[:2]}}\\n".encode())
+        os.write(1, f"RANK {{rank}} STILL {{tdist.is_initialized()}}\\n".encode())
+        nvls = env("NCCL_NVLS_ENABLE"), env("NVSHMEM_DISABLE_NVLS")
+        os.write(1, f"RANK {{rank}} ENV {{nvls[0]}} {{nvls[1]}}\\n".encode())
         # the script's group is the script's to end: plain torch left with a live gloo group
         # at exit aborts about one run in two ("terminate called without an active exception")
         tdist.destroy_process_group()
