@@ -60,7 +60,7 @@ def _context():
     instead of importing torch itself (seconds per rank on a small machine). The server never
     touches CUDA, so forked ranks may initialise it. Each rank imports the launching script
     again (as ``__mp_main__``), and a script imports trtsim's launch at its top: the server has
-    it too (``trtsim.launching`` and what it pulls in, 60 modules: 40 ms a rank otherwise)."""
+    it too (``trtsim.launching`` and what it pulls in, 62 modules: 40 ms a rank otherwise)."""
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "torch.distributed", "trtsim.backends.process.rank_main",
                                 "trtsim.launching"])
